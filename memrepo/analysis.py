@@ -1,0 +1,135 @@
+"""Whoosh analyzers for memory text (the only analysis code that knows about Whoosh tokens).
+
+Every field gets an explicit analyzer: the Whoosh forks' default tokenizer keeps ``*`` inside
+tokens, so markdown ``**word**`` would be indexed as ``**word``. The text analyzer produces
+exactly the terms of :func:`memrepo.text.terms` (stemmed English words without stop words,
+CJK character bigrams), so a query analysed with ``terms()`` meets the index term for term.
+At index time single CJK characters are added too, so a one-character query still finds
+something; at query time they are left out (they match too much to rank well).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from whoosh.analysis import Token, Tokenizer
+
+from memrepo import text
+
+
+class MemoryTokenizer(Tokenizer):
+    """Stemmed Latin words and CJK bigrams (plus unigrams when indexing)."""
+
+    def __init__(self, *, index_unigrams: bool = True) -> None:
+        self.index_unigrams = index_unigrams
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, MemoryTokenizer)
+                and other.index_unigrams == self.index_unigrams)
+
+    def __call__(self, value: str, positions: bool = False, chars: bool = False,
+                 keeporiginal: bool = False, removestops: bool = True, start_pos: int = 0,
+                 start_char: int = 0, tokenize: bool = True, mode: str = "",
+                 **kwargs) -> Iterator[Token]:
+        unigrams = self.index_unigrams and mode == "index"
+        tok = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        pos = start_pos
+        for term in _terms(value, unigrams):
+            tok.text = term
+            tok.boost = 1.0
+            tok.stopped = False
+            if keeporiginal:
+                tok.original = term
+            if positions:
+                tok.pos = pos
+            pos += 1
+            yield tok
+
+
+def _terms(value: str, unigrams: bool) -> list[str]:
+    return text.terms(value, unigrams=unigrams)
+
+
+class KeyTokenizer(Tokenizer):
+    """Splits identifiers such as ``release.auto_publish`` or ``project-alpha`` into parts.
+
+    The whole key is emitted too (lower-cased), so an exact key query scores highest.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyTokenizer)
+
+    def __call__(self, value: str, positions: bool = False, chars: bool = False,
+                 keeporiginal: bool = False, removestops: bool = True, start_pos: int = 0,
+                 start_char: int = 0, tokenize: bool = True, mode: str = "",
+                 **kwargs) -> Iterator[Token]:
+        tok = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        pos = start_pos
+        for term in key_terms(value):
+            tok.text = term
+            tok.boost = 1.0
+            tok.stopped = False
+            if positions:
+                tok.pos = pos
+            pos += 1
+            yield tok
+
+
+def key_terms(value: str) -> list[str]:
+    """Terms of identifier-like text: each whole key plus its analysed parts."""
+    out: list[str] = []
+    for key in value.split():
+        low = key.lower()
+        out.append(low)
+        for part in text.terms(low.replace(".", " ").replace("_", " ").replace("-", " "),
+                               unigrams=False):
+            if part != low:
+                out.append(part)
+    return out
+
+
+def memory_analyzer() -> MemoryTokenizer:
+    """Analyzer for prose fields (summary, body, tags)."""
+    return MemoryTokenizer()
+
+
+def key_analyzer() -> KeyTokenizer:
+    """Analyzer for identifier fields (subject, fact, tags as keys)."""
+    return KeyTokenizer()
+
+
+# ------------------------------------------------------------------ query analysis ---
+
+_HISTORY_RE = re.compile(
+    r"\b(history|before|previous(?:ly)?|used to|formerly|originally|earlier|old value|"
+    r"changed|change log|what was)\b|以前|之前|历史|曾经|原来|过去|早先|变更|改动",
+    re.IGNORECASE)
+_HOWTO_RE = re.compile(
+    r"^\s*(how|why)\b|\bhow (?:do|to|can|should|does)\b|\b(steps|procedure|best way|fix|"
+    r"troubleshoot)\b|如何|怎么|怎样|为什么|为何|方法|步骤|办法",
+    re.IGNORECASE)
+_QUESTION_RE = re.compile(r"\b(what|who|when|where|which|why|how|is|are|did|does|do)\b|[?？吗呢]",
+                          re.IGNORECASE)
+KEY_RE = re.compile(r"[^\W_][\w-]*(?:[._][\w-]+)+|[^\W_]\w*-[\w-]+", re.UNICODE)
+
+
+def detect_intent(query: str) -> str:
+    """Route a query: ``history``, ``fact`` (exact keys/entities), ``howto`` or ``general``.
+
+    A light, deterministic classifier (seed 003's intent routing): history words first, then
+    identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing.
+    """
+    if _HISTORY_RE.search(query):
+        return "history"
+    if KEY_RE.search(query):
+        return "fact"
+    if _HOWTO_RE.search(query):
+        return "howto"
+    if len(text.raw_tokens(query)) <= 3 and not _QUESTION_RE.search(query):
+        return "fact"
+    return "general"
+
+
+def query_keys(query: str) -> list[str]:
+    """Identifier-like tokens of a query (``release.auto_publish``, ``project-alpha``)."""
+    return [k.lower().strip(".-_") for k in KEY_RE.findall(query)]

@@ -1,0 +1,622 @@
+"""The search index: a derived, rebuildable Whoosh index over the vault's memories.
+
+This is the only module that talks to Whoosh (besides the stemmer in :mod:`memrepo.text`).
+
+Layout of ``index_dir``::
+
+    CURRENT            name of the live generation (swapped atomically with os.replace)
+    gen-000007/        a complete Whoosh index
+    gen-000007.json    {"format": ..., "commit": ...} the git commit the index reflects
+    write.lock         fcntl lock: one writer at a time, bounded wait
+
+A rebuild writes a fresh generation and flips ``CURRENT``, so readers always see either the
+old or the new index. Incremental updates use Whoosh's own atomic segment commits.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memrepo import text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memrepo.stats import Stats
+
+FORMAT = 1
+WRITE_TIMEOUT_S = 10.0
+OPEN_RETRIES = 8
+STATUS_DEFAULT = frozenset({"active"})
+
+
+class IndexError_(Exception):
+    """Base class of index errors (the vault layer maps them into memrepo.errors)."""
+
+
+class IndexCorrupt(IndexError_):
+    """The index is missing, unreadable or of another format: rebuild it."""
+
+
+class IndexBusy(IndexError_):
+    """Another process held the index write lock for longer than the bounded wait."""
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    """One memory as the index sees it."""
+    id: str
+    path: str
+    layer: str
+    kind: str
+    subject: str
+    fact: str | None
+    status: str
+    summary: str
+    body: str
+    tags: tuple[str, ...]
+    created: str | None
+    updated: str | None
+    links: tuple[str, ...] = ()
+    weight: float | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A search request. ``text`` is free text unless ``advanced`` asks for Whoosh syntax."""
+    text: str
+    limit: int = 10
+    subject: str | None = None
+    layer: str | None = None
+    kind: str | None = None
+    tag: str | None = None
+    since: str | None = None
+    deep: bool = False
+    history: bool = False
+    advanced: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked result."""
+    id: str
+    score: float
+    path: str
+    layer: str
+    subject: str
+    summary: str
+    snippet: str
+    status: str
+    kind: str
+    fact: str | None
+    tags: tuple[str, ...]
+    created: str | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits (best first), whether nothing cleared the relevance floor, and the routed intent."""
+    query: str
+    hits: tuple[Hit, ...]
+    nothing_relevant: bool
+    intent: str
+
+
+# --------------------------------------------------------------------------- schema ---
+
+def _schema():
+    from whoosh import fields
+
+    from memrepo.analysis import key_analyzer, memory_analyzer
+    prose = memory_analyzer()
+    return fields.Schema(
+        id=fields.ID(stored=True, unique=True),
+        path=fields.STORED(),
+        layer=fields.ID(stored=True),
+        kind=fields.ID(stored=True),
+        subject=fields.ID(stored=True),
+        fact=fields.ID(stored=True),
+        status=fields.ID(stored=True),
+        tag=fields.KEYWORD(lowercase=True, commas=True),
+        group=fields.ID(stored=True),
+        keys=fields.TEXT(analyzer=key_analyzer(), phrase=False),
+        tagtext=fields.TEXT(analyzer=prose, phrase=False),
+        summary=fields.TEXT(analyzer=prose, stored=True, phrase=False),
+        body=fields.TEXT(analyzer=prose, stored=True, phrase=False),
+        created=fields.STORED(),
+        created_ts=fields.NUMERIC(int, bits=64, signed=True),
+        meta=fields.STORED(),
+    )
+
+
+def _epoch(iso: str | None) -> int | None:
+    if not iso:
+        return None
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp())
+
+
+_SESSION_TAG = re.compile(r"^session[-_:]?\w+$", re.IGNORECASE)
+
+
+def _group(doc: IndexDoc) -> str:
+    """Memories of one conversation session (a ``session-N`` tag) form a neighbourhood."""
+    for tag in doc.tags:
+        if _SESSION_TAG.match(tag):
+            return f"{doc.subject}\x1f{tag.lower()}"
+    return ""
+
+
+def _fields(doc: IndexDoc) -> dict:
+    keys = " ".join(x for x in (doc.subject, doc.fact, *doc.tags) if x)
+    out = dict(
+        id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
+        fact=doc.fact or "", status=doc.status, tag=",".join(t.lower() for t in doc.tags),
+        group=_group(doc), keys=keys, tagtext=" ".join(t.lstrip("#") for t in doc.tags),
+        summary=doc.summary, body=doc.body, created=doc.created,
+        meta=dict(tags=tuple(doc.tags), updated=doc.updated, links=tuple(doc.links),
+                  weight=doc.weight, scope=doc.scope),
+    )
+    ts = _epoch(doc.created)
+    if ts is not None:
+        out["created_ts"] = ts
+    return out
+
+
+# ---------------------------------------------------------------------- the index ---
+
+class MemoryIndex:
+    """A rebuildable search index in ``index_dir``; ``stats`` adds heat and learned stopwords."""
+
+    def __init__(self, index_dir: Path, *, stats: "Stats | None" = None,
+                 tuning: "Tuning | None" = None) -> None:
+        self.dir = Path(index_dir)
+        self.stats = stats
+        self.tuning = tuning or DEFAULT_TUNING
+
+    # ---- state ---------------------------------------------------------------------
+    def _current(self) -> str | None:
+        try:
+            name = (self.dir / "CURRENT").read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return name or None
+
+    def _meta(self, gen: str) -> dict:
+        try:
+            return json.loads((self.dir / f"{gen}.json").read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def exists(self) -> bool:
+        """True when a complete index of this format is present."""
+        from whoosh import index
+        gen = self._current()
+        if gen is None or self._meta(gen).get("format") != FORMAT:
+            return False
+        try:
+            return index.exists_in(str(self.dir / gen))
+        except Exception:
+            return False
+
+    def indexed_commit(self) -> str | None:
+        """The git commit the index reflects (None when unknown or no index)."""
+        gen = self._current()
+        return self._meta(gen).get("commit") if gen else None
+
+    def _write_meta(self, gen: str, commit: str | None) -> None:
+        _atomic_write(self.dir / f"{gen}.json",
+                      json.dumps({"format": FORMAT, "commit": commit}))
+
+    # ---- writing -------------------------------------------------------------------
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "write.lock", "a+") as fh:
+            deadline = time.monotonic() + WRITE_TIMEOUT_S
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise IndexBusy(f"index {self.dir} is locked by another writer") from None
+                    time.sleep(0.02)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def rebuild(self, docs: Iterable[IndexDoc], *, commit: str | None,
+                progress: Callable[[int], None] | None = None, procs: int = 2) -> int:
+        """Build a complete new index from ``docs`` and swap it in atomically; returns count."""
+        from whoosh import index
+        with self._lock():
+            old = self._current()
+            gen = _next_gen(old)
+            path = self.dir / gen
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+            ix = index.create_in(str(path), _schema())
+            docs = list(docs)
+            opts = {"limitmb": 512}
+            if procs > 1 and len(docs) >= 5000:
+                opts.update(procs=procs, multisegment=True)
+            writer = ix.writer(**opts)
+            n = 0
+            try:
+                for doc in docs:
+                    writer.add_document(**_fields(doc))
+                    n += 1
+                    if progress and n % 1000 == 0:
+                        progress(n)
+                writer.commit()
+            except BaseException:
+                writer.cancel()
+                raise
+            if progress:
+                progress(n)
+            self._write_meta(gen, commit)
+            _atomic_write(self.dir / "CURRENT", gen)
+            if old and old != gen:
+                _remove_gen(self.dir, old)
+        return n
+
+    def update(self, *, upserts: Iterable[IndexDoc], deletes: Iterable[str],
+               commit: str | None) -> None:
+        """Apply changed and deleted memories (ids) in one atomic Whoosh commit."""
+        from whoosh.writing import LockError
+        with self._lock():
+            gen = self._require_gen()
+            ix = self._open_ix(gen)
+            try:
+                writer = ix.writer(timeout=WRITE_TIMEOUT_S)
+            except LockError as exc:
+                raise IndexBusy(str(exc)) from exc
+            try:
+                for mid in deletes:
+                    writer.delete_by_term("id", mid)
+                for doc in upserts:
+                    writer.update_document(**_fields(doc))
+                writer.commit()
+            except BaseException:
+                writer.cancel()
+                raise
+            self._write_meta(gen, commit)
+
+    # ---- reading -------------------------------------------------------------------
+    def _require_gen(self) -> str:
+        gen = self._current()
+        if gen is None or self._meta(gen).get("format") != FORMAT:
+            raise IndexCorrupt(f"no usable index in {self.dir}: rebuild it")
+        return gen
+
+    def _open_ix(self, gen: str):
+        from whoosh import index
+        last: Exception | None = None
+        for attempt in range(OPEN_RETRIES):
+            try:
+                return index.open_dir(str(self.dir / gen))
+            except FileNotFoundError as exc:  # a commit or swap in progress: transient
+                last = exc
+                time.sleep(0.005 * (attempt + 1))
+                gen = self._current() or gen
+            except Exception as exc:
+                raise IndexCorrupt(f"index {self.dir} is unreadable ({exc}): rebuild it") from exc
+        raise IndexCorrupt(f"index {self.dir} could not be opened ({last}): rebuild it")
+
+    @contextmanager
+    def _searcher(self) -> Iterator[object]:
+        from whoosh import scoring
+        last: Exception | None = None
+        for attempt in range(OPEN_RETRIES):
+            ix = self._open_ix(self._require_gen())
+            try:
+                searcher = ix.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
+                break
+            except FileNotFoundError as exc:
+                last = exc
+                time.sleep(0.005 * (attempt + 1))
+            except Exception as exc:
+                raise IndexCorrupt(f"index {self.dir} is unreadable ({exc}): rebuild it") from exc
+        else:
+            raise IndexCorrupt(f"index {self.dir} could not be opened ({last}): rebuild it")
+        try:
+            yield searcher
+        finally:
+            searcher.close()
+
+    def search(self, q: SearchQuery) -> SearchResult:
+        """Run one query (see :func:`search_many`)."""
+        return self.search_many([q])[0]
+
+    def search_many(self, qs: Iterable[SearchQuery]) -> list[SearchResult]:
+        """Run several queries with one searcher (the batch path of the CLI and benchmarks)."""
+        with self._searcher() as searcher:
+            learned = self.stats.learned_stopwords() if self.stats else frozenset()
+            return [_run_query(searcher, q, self.stats, learned, self.tuning) for q in qs]
+
+
+def _next_gen(old: str | None) -> str:
+    n = int(old.split("-")[1]) + 1 if old and old.startswith("gen-") else 1
+    return f"gen-{n:06d}"
+
+
+def _remove_gen(root: Path, gen: str) -> None:
+    shutil.rmtree(root / gen, ignore_errors=True)
+    try:
+        (root / f"{gen}.json").unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _atomic_write(path: Path, data: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------ ranking ---
+
+ALL_STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
+PROSE_FIELDS = ("tagtext", "keys", "summary", "body")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Ranking knobs (measured on the dev benchmarks; see bench/RESULTS.md)."""
+    weights: tuple[tuple[str, float], ...] = (
+        ("tagtext", 3.0), ("keys", 2.0), ("summary", 1.5), ("body", 1.0))
+    fact_weights: tuple[tuple[str, float], ...] = (
+        ("tagtext", 3.0), ("keys", 4.0), ("summary", 2.0), ("body", 0.7))
+    howto_weights: tuple[tuple[str, float], ...] = (
+        ("tagtext", 2.0), ("keys", 1.0), ("summary", 1.2), ("body", 1.2))
+    exact_key_boost: float = 6.0
+    pool: int = 50                 # candidates fetched before re-ranking
+    neighbour: float = 0.0         # weight of the best same-session neighbour's score
+    prf_docs: int = 0              # pseudo-relevance feedback: top docs used (0 = off)
+    prf_terms: int = 10
+    prf_weight: float = 0.3
+    floor: float = 0.3             # minimum idf-weighted share of query terms matched
+    heat_gain: float = 0.5         # heat multiplies the score by at most 1 + heat_gain
+    stop_df: float = 0.02          # learned stopwords apply only to terms in >= 2 % of docs
+
+
+DEFAULT_TUNING = Tuning()
+
+
+@dataclass
+class _Cand:
+    docnum: int
+    fields: dict
+    bm25: float
+    coverage: float
+    score: float = 0.0
+
+
+def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozenset[str],
+               tuning: Tuning = DEFAULT_TUNING) -> SearchResult:
+    from memrepo.analysis import detect_intent
+    intent = detect_intent(q.text)
+    history = q.history or intent == "history"
+    terms = _query_terms(searcher, q.text, learned, tuning)
+    if not terms and not q.advanced:
+        return SearchResult(q.text, (), True, intent)
+    flt, mask = _filters(q, history)
+    wq = _build_query(searcher, q, terms, intent, tuning)
+    cands = _collect(searcher, wq, terms, flt, mask, tuning.pool)
+    if tuning.prf_docs and cands and not q.advanced:
+        extra = _feedback_terms(searcher, cands, terms, tuning)
+        if extra:
+            wq = _build_query(searcher, q, terms, intent, tuning, extra=extra)
+            cands = _collect(searcher, wq, terms, flt, mask, tuning.pool)
+    cands = _rerank(cands, terms, stats, tuning)
+    if history:
+        cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
+    hits = tuple(_hit(c, q.text) for c in cands[:max(q.limit, 0)])
+    return SearchResult(q.text, hits, not hits, intent)
+
+
+def _query_terms(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> Counter:
+    """Analysed query terms with counts, minus learned stopwords that match many docs."""
+    counts = Counter(text.terms(query))
+    if not learned or not counts:
+        return counts
+    n = max(searcher.doc_count(), 1)
+    drop = {t for t in counts if t in learned
+            and searcher.doc_frequency("body", t) / n >= tuning.stop_df}
+    kept = Counter({t: c for t, c in counts.items() if t not in drop})
+    return kept or counts
+
+
+def _build_query(searcher, q: SearchQuery, terms: Counter, intent: str, tuning: Tuning,
+                 extra: dict[str, float] | None = None):
+    from whoosh import query as wq
+    if q.advanced:
+        parsed = _parse_advanced(searcher, q.text)
+        if parsed is not None:
+            return parsed
+    weights = {"fact": tuning.fact_weights, "howto": tuning.howto_weights}.get(
+        intent, tuning.weights)
+    subs = [wq.Term(f, t, boost=w * (1.0 + math.log(c)))
+            for t, c in terms.items() for f, w in weights]
+    if intent == "fact":
+        from memrepo.analysis import query_keys
+        for key in query_keys(q.text):
+            subs += [wq.Term("keys", key, boost=tuning.exact_key_boost),
+                     wq.Term("fact", key, boost=tuning.exact_key_boost),
+                     wq.Term("subject", key, boost=tuning.exact_key_boost)]
+    for t, w in (extra or {}).items():
+        subs += [wq.Term("body", t, boost=w), wq.Term("summary", t, boost=w)]
+    return wq.Or(subs)
+
+
+def _parse_advanced(searcher, query: str):
+    """Opt-in Whoosh syntax; a query that does not parse falls back to free text."""
+    from whoosh.qparser import MultifieldParser, OrGroup
+    parser = MultifieldParser(list(PROSE_FIELDS), searcher.schema, group=OrGroup)
+    try:
+        return parser.parse(query)
+    except Exception:
+        return None
+
+
+def _filters(q: SearchQuery, history: bool):
+    from whoosh import query as wq
+    allowed = {"active"} | ({"archived"} if q.deep else set()) \
+        | ({"superseded", "rolled_back"} if history else set())
+    mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
+    parts = []
+    for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
+                         ("tag", q.tag.lower().lstrip("#") if q.tag else None)):
+        if value:
+            parts.append(wq.Term(field, value))
+    if q.tag and q.tag.startswith("#"):  # tags may be stored with or without the '#'
+        parts[-1] = wq.Or([parts[-1], wq.Term("tag", q.tag.lower())])
+    since = _epoch(q.since)
+    if since is not None:
+        parts.append(wq.NumericRange("created_ts", since, None))
+    flt = wq.And(parts) if len(parts) > 1 else (parts[0] if parts else None)
+    return flt, mask
+
+
+def _idf(searcher, term: str) -> float:
+    n = max(searcher.doc_count(), 1)
+    df = max(searcher.doc_frequency(f, term) for f in PROSE_FIELDS)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _collect(searcher, query, terms: Counter, flt, mask, pool: int) -> list[_Cand]:
+    results = searcher.search(query, limit=pool, filter=flt, mask=mask, terms=True)
+    idf = {t: _idf(searcher, t) for t in terms}
+    total = sum(idf.values()) or 1.0
+    out = []
+    for hit in results:
+        matched = {t.decode("utf-8") if isinstance(t, bytes) else t
+                   for _f, t in hit.matched_terms()}
+        cov = sum(v for t, v in idf.items() if t in matched) / total
+        out.append(_Cand(hit.docnum, hit.fields(), hit.score, cov))
+    return out
+
+
+def _feedback_terms(searcher, cands: list[_Cand], terms: Counter,
+                    tuning: Tuning) -> dict[str, float]:
+    """Pseudo-relevance feedback: frequent, rare-enough terms of the top documents."""
+    tf: Counter = Counter()
+    for c in cands[:tuning.prf_docs]:
+        tf.update(set(text.terms(f"{c.fields.get('summary', '')} {c.fields.get('body', '')}")))
+    scored = {t: n * _idf(searcher, t) for t, n in tf.items() if t not in terms}
+    best = sorted(scored, key=lambda t: (-scored[t], t))[:tuning.prf_terms]
+    return {t: tuning.prf_weight for t in best}
+
+
+def _rerank(cands: list[_Cand], terms: Counter, stats: "Stats | None",
+            tuning: Tuning) -> list[_Cand]:
+    if not cands:
+        return cands
+    floor = min(tuning.floor, 1.5 / max(len(terms), 1))
+    top = max(c.bm25 for c in cands) or 1.0
+    for c in cands:
+        c.score = c.bm25 / top
+    if tuning.neighbour:
+        _add_neighbours(cands, tuning.neighbour)
+    if stats is not None:
+        _apply_heat(cands, stats, tuning.heat_gain)
+    kept = [c for c in cands if c.coverage >= floor] if terms else cands
+    kept.sort(key=lambda c: (-c.score, c.fields["id"]))
+    return kept
+
+
+def _add_neighbours(cands: list[_Cand], weight: float) -> None:
+    """Memories of one session support each other (a question's answer spans turns)."""
+    best: dict[str, list[float]] = {}
+    for c in cands:
+        g = c.fields.get("group")
+        if g:
+            best.setdefault(g, []).append(c.score)
+    for c in cands:
+        g = c.fields.get("group")
+        if not g:
+            continue
+        others = sorted(best[g], reverse=True)
+        others.remove(c.score)
+        if others:
+            c.score += weight * others[0]
+
+
+def _apply_heat(cands: list[_Cand], stats: "Stats", gain: float) -> None:
+    created = {c.fields["id"]: c.fields.get("created") for c in cands}
+    heat = stats.heat(list(created), created=created)
+    for c in cands:
+        h = heat.get(c.fields["id"], 0.0)
+        c.score *= 1.0 + gain * (1.0 - math.exp(-h))
+
+
+# ------------------------------------------------------------------------ results ---
+
+def _hit(c: _Cand, query: str) -> Hit:
+    f = c.fields
+    meta = f.get("meta") or {}
+    return Hit(id=f["id"], score=round(c.score, 6), path=f.get("path", ""), layer=f.get("layer", ""),
+               subject=f.get("subject", ""), summary=f.get("summary", ""),
+               snippet=snippet(f.get("body") or f.get("summary", ""), query),
+               status=f.get("status", ""), kind=f.get("kind", ""), fact=f.get("fact") or None,
+               tags=tuple(meta.get("tags", ())), created=f.get("created"))
+
+
+_EMPHASIS_RE = re.compile(r"\*\*|__")
+_WORD_RE = re.compile(rf"[{text.CJK}]+|[^\W_]+", re.UNICODE)
+
+
+def snippet(body: str, query: str, width: int = 160) -> str:
+    """A short window of ``body`` around the first match, matches wrapped in ``**``."""
+    wanted = set(text.terms(query))
+    body = _EMPHASIS_RE.sub("", body or "")  # markdown emphasis would clash with ours
+    if not body:
+        return ""
+    spans = []
+    for m in _WORD_RE.finditer(body):
+        tok = m.group().lower()
+        if text.is_cjk(tok):
+            for i in range(len(tok) - 1):
+                if tok[i:i + 2] in wanted:
+                    spans.append((m.start() + i, m.start() + i + 2))
+        elif text.stem(tok) in wanted:
+            spans.append((m.start(), m.end()))
+    start = max(spans[0][0] - width // 3, 0) if spans else 0
+    end = min(start + width, len(body))
+    out, pos = [], start
+    for a, b in _merge(spans):
+        if a < start or b > end:
+            continue
+        out += [body[pos:a], "**", body[a:b], "**"]
+        pos = b
+    out.append(body[pos:end])
+    text_ = "".join(out).replace("\n", " ").strip()
+    return ("…" if start > 0 else "") + text_ + ("…" if end < len(body) else "")
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
