@@ -1,0 +1,578 @@
+"""Nightly distill: find L1 entries that say the same thing on distinct days or sessions.
+
+Pure and deterministic: plain values in, plain values out, no I/O, no LLM. The vault layer
+builds :class:`Entry` values from memory files, calls :func:`find_patterns` (L1 → L2) or
+:func:`promote` (L2 → L3), and turns each :class:`Candidate` into a proposal.
+
+Matching is linear-ish, never all-pairs:
+
+1. every entry becomes a unit TF-IDF vector over :func:`content_terms` of its summary (counted
+   twice: it is the entry's gist) and body, plus pseudo-terms for its ``subject/fact`` key and
+   its tags;
+2. each entry is put into the buckets of its *signature*: its rarest terms, taken until the
+   rest of its vector could no longer reach ``similarity`` (prefix filtering), plus its fact
+   key. Inside a bucket an entry is compared only with its ``bucket_cap`` predecessors in
+   time, and terms held by more than ``max_df`` of the entries are never bucketed, so the
+   work is at most ``N · signature_size · bucket_cap`` comparisons;
+3. pairs scoring at least ``similarity`` (cosine, plus bonuses for a shared fact key and
+   shared tags) are joined with union-find;
+4. a cluster seen on ``min_occurrences`` distinct days (or sessions) becomes a candidate,
+   unless a :class:`KnownPattern` already covers it (idempotence, reinforcements).
+
+English and Chinese paraphrases match within their language; across languages only a shared
+fact key (or shared tags) joins them: there is no dictionary or translation here.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from memrepo.text import is_cjk, terms
+
+CountBy = Literal["day", "session", "day_or_session"]
+
+# Characters that glue Chinese sentences together (又 "again", 了, 的 …): a bigram holding one
+# is an artefact of where words meet, not content, and would only dilute the similarity.
+_ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧啊这那个我你他她它们再还很要让")
+_FACT_PREFIX = "@fact:"
+_TAG_PREFIX = "#"
+_SUMMARY_WEIGHT = 2  # the summary is the entry's gist; the body adds context and noise
+FACT_BONUS = 0.5  # same subject/fact key: alone it nearly joins two entries
+TAG_BONUS = 0.1  # per shared tag, at most two: helps, never joins on its own
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One memory as distill sees it (built by the vault layer from a memory file)."""
+
+    id: str
+    created: str  # ISO-8601 with time zone
+    session: str | None
+    subject: str
+    fact: str | None
+    kind: str
+    summary: str
+    body: str
+    tags: tuple[str, ...]
+    links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KnownPattern:
+    """A pattern distill reported before: its key, members and what became of it.
+
+    ``terms`` (optional) are the pattern's shared terms; they let a pattern whose members have
+    all left the window still be recognised when it recurs with a different key.
+    """
+
+    key: str
+    members: tuple[str, ...]
+    status: Literal["proposed", "applied", "rejected"]
+    terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A recurring pattern, ready to become a proposal for ``layer``."""
+
+    id: str
+    layer: str
+    subject: str
+    kind: str
+    summary: str
+    body: str
+    members: tuple[str, ...]
+    shared_terms: tuple[str, ...]
+    shared_fact: str | None
+    shared_tags: tuple[str, ...]
+    days: tuple[str, ...]
+    sessions: tuple[str, ...]
+    occurrences: int
+    explain: dict = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    """New occurrences of a pattern that was already applied."""
+
+    key: str
+    new_members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """A recurring cluster not proposed because a known pattern covers it."""
+
+    key: str
+    status: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry distill could not use, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DistillResult:
+    """Everything one distill run found; every tuple is sorted."""
+
+    candidates: tuple[Candidate, ...]
+    reinforcements: tuple[Reinforcement, ...]
+    suppressed: tuple[Suppressed, ...]
+    skipped: tuple[Skipped, ...]
+    considered: int
+    out_of_window: int
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """A usable entry with its parsed time and term counts (internal)."""
+
+    entry: Entry
+    when: datetime
+    day: str
+    counts: dict[str, float]
+
+
+def find_patterns(entries: Iterable[Entry], *, now: datetime, window_days: int = 30,
+                  min_occurrences: int = 3, count_by: CountBy = "day",
+                  similarity: float = 0.3, known: Iterable[KnownPattern] = (),
+                  layer: str = "L2", signature_size: int = 12, bucket_cap: int = 32,
+                  max_df: float = 0.05) -> DistillResult:
+    """Find patterns recurring on ``min_occurrences`` distinct days (or sessions).
+
+    ``similarity`` is the score two entries need to be joined: the cosine of their TF-IDF
+    vectors, where a shared ``subject/fact`` key and shared tags count as heavy terms.
+    ``count_by`` says what counts as a separate occurrence: distinct calendar days (in the
+    entry's own time zone), distinct sessions, or whichever of the two is larger. Only entries
+    created in ``(now - window_days, now]`` are considered. ``max_df`` is the share of entries
+    above which a term is too common to bucket on (it still counts in the similarity).
+    """
+    docs, skipped, out_of_window = _prepare(entries, now=now, window_days=window_days)
+    weights, df = _weigh(docs)
+    pairs = _candidate_pairs(weights, df, threshold=similarity, signature_size=signature_size,
+                             bucket_cap=bucket_cap, max_df=max_df)
+    scores = _score_pairs(pairs, weights, similarity)
+    clusters = _cluster(len(docs), scores)
+    inner = _split_scores(clusters, scores)
+    known_list = sorted(known, key=lambda k: k.key)
+    candidates, reinforcements, suppressed = [], [], []
+    for members, inner_scores in zip(clusters, inner):
+        group = [docs[i] for i in members]
+        if _occurrences(group, count_by) < min_occurrences:
+            continue
+        pattern = _describe(group, members, weights, inner_scores, layer=layer,
+                            count_by=count_by)
+        _route(pattern, known_list, candidates, reinforcements, suppressed)
+    return DistillResult(
+        candidates=tuple(sorted(candidates, key=lambda c: c.id)),
+        reinforcements=tuple(sorted(reinforcements, key=lambda r: r.key)),
+        suppressed=tuple(sorted(suppressed, key=lambda s: s.key)),
+        skipped=tuple(sorted(skipped, key=lambda s: (s.id, s.reason))),
+        considered=len(docs), out_of_window=out_of_window)
+
+
+def promote(entries: Iterable[Entry], *, now: datetime, window_days: int = 90,
+            min_occurrences: int = 5, count_by: CountBy = "day_or_session",
+            similarity: float = 0.3, known: Iterable[KnownPattern] = ()) -> DistillResult:
+    """L2 → L3: the same machinery with a longer window and a higher bar.
+
+    A behavioural pattern must recur more often, over a longer span, before it is proposed as a
+    principle; weekly human review still decides.
+    """
+    return find_patterns(entries, now=now, window_days=window_days,
+                         min_occurrences=min_occurrences, count_by=count_by,
+                         similarity=similarity, known=known, layer="L3")
+
+
+# --- preparation -----------------------------------------------------------------------------
+
+def _prepare(entries: Iterable[Entry], *, now: datetime,
+             window_days: int) -> tuple[list[_Doc], list[Skipped], int]:
+    """Parse dates and terms; drop malformed entries (reported) and those outside the window."""
+    if now.tzinfo is None:
+        raise ValueError("now must carry a time zone (e.g. datetime.now(timezone.utc))")
+    start = now - timedelta(days=window_days)
+    docs, skipped, outside, seen = [], [], 0, set()
+    for entry in sorted(entries, key=lambda e: (str(e.id), str(e.created))):
+        problem = _problem(entry, seen)
+        when = None if problem else _parse_time(entry.created)
+        if not problem and when is None:
+            problem = f"unparsable created date {entry.created!r} (need ISO-8601 with time zone)"
+        if problem:
+            skipped.append(Skipped(str(getattr(entry, "id", "") or "?"), problem))
+            continue
+        seen.add(entry.id)
+        if not start < when <= now:
+            outside += 1
+            continue
+        counts = _term_counts(entry)
+        if not counts:
+            skipped.append(Skipped(entry.id, "no content terms in summary or body"))
+            continue
+        docs.append(_Doc(entry, when, when.date().isoformat(), counts))
+    docs.sort(key=lambda d: (d.when, d.entry.id))
+    return docs, skipped, outside
+
+
+def _problem(entry: Entry, seen: set[str]) -> str | None:
+    """Why ``entry`` cannot be used, or None."""
+    if not entry.id:
+        return "missing id"
+    if entry.id in seen:
+        return "duplicate id"
+    if not entry.created:
+        return "missing created date"
+    if not (entry.summary or "").strip() and not (entry.body or "").strip():
+        return "empty summary and body"
+    return None
+
+
+def _parse_time(text: str) -> datetime | None:
+    """An aware datetime from ISO-8601 text, or None (naive times are ambiguous: refused)."""
+    try:
+        when = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def content_terms(text: str) -> list[str]:
+    """``memrepo.text.terms`` for matching paraphrases.
+
+    Chinese paraphrases share characters more than bigrams (深色模式 / 深色主题), so single
+    characters count too; grams holding a function character are dropped.
+    """
+    return [t for t in terms(text, unigrams=True)
+            if not (is_cjk(t) and any(ch in _ZH_FUNCTION_CHARS for ch in t))]
+
+
+def _term_counts(entry: Entry) -> dict[str, float]:
+    """Weighted term counts of an entry, with fact key and tags as pseudo-terms."""
+    counts: Counter[str] = Counter()
+    for term in content_terms(entry.summary or ""):
+        counts[term] += _SUMMARY_WEIGHT
+    for term in content_terms(entry.body or ""):
+        counts[term] += 1
+    if not counts:
+        return {}
+    if entry.fact:
+        counts[f"{_FACT_PREFIX}{entry.subject}/{entry.fact}"] += 3
+    for tag in entry.tags or ():
+        counts[_TAG_PREFIX + str(tag).lstrip("#").lower()] += 1
+    return dict(counts)
+
+
+def _weigh(docs: Sequence[_Doc]) -> tuple[list[dict[str, float]], Counter[str]]:
+    """Unit-length TF-IDF vectors (sub-linear tf, smoothed idf) and document frequencies."""
+    df: Counter[str] = Counter()
+    for doc in docs:
+        df.update(doc.counts.keys())
+    n = len(docs)
+    vectors = []
+    for doc in docs:
+        vec = {t: (1 + math.log(c)) * (math.log((n + 1) / (df[t] + 1)) + 1)
+               for t, c in doc.counts.items()}
+        norm = math.sqrt(sum(w * w for w in vec.values())) or 1.0
+        vectors.append({t: w / norm for t, w in vec.items()})
+    return vectors, df
+
+
+# --- matching --------------------------------------------------------------------------------
+
+def _candidate_pairs(weights: Sequence[dict[str, float]], df: Counter[str], *,
+                     threshold: float, signature_size: int, bucket_cap: int,
+                     max_df: float) -> set[tuple[int, int]]:
+    """Pairs of entries worth scoring: those sharing a signature term, near in time."""
+    too_common = max(bucket_cap, int(max_df * len(weights)))
+    buckets: dict[str, list[int]] = defaultdict(list)
+    pairs: set[tuple[int, int]] = set()
+    for i, vec in enumerate(weights):  # entries are in time order, so buckets are too
+        for term in _signature(vec, df, threshold, too_common, signature_size):
+            bucket = buckets[term]
+            pairs.update((j, i) for j in bucket[-bucket_cap:])
+            bucket.append(i)
+    return pairs
+
+
+def _signature(vec: dict[str, float], df: Counter[str], threshold: float, too_common: int,
+               size: int) -> list[str]:
+    """The terms an entry is bucketed under (prefix filtering).
+
+    Terms are taken rarest first until the weight left in the rest of the vector is below
+    ``threshold``: two unit vectors whose cosine reaches ``threshold`` must then share a
+    signature term (the classic all-pairs prefix filter). A term no other entry holds costs
+    nothing (it is never bucketed); terms in more than ``too_common`` entries, and any beyond
+    ``size``, are left out to bound the work: the only approximation.
+    """
+    left = sum(w * w for w in vec.values())
+    limit = threshold * threshold
+    # the fact key always: entries on one fact must meet however differently they are worded
+    signature = [t for t in vec if t.startswith(_FACT_PREFIX) and df[t] >= 2]
+    for term in sorted(vec, key=lambda t: (df[t], t)):
+        if left < limit or len(signature) >= size:
+            break
+        left -= vec[term] * vec[term]
+        if 2 <= df[term] <= too_common and term not in signature:
+            signature.append(term)
+    return signature
+
+
+def _score_pairs(pairs: Iterable[tuple[int, int]], weights: Sequence[dict[str, float]],
+                 threshold: float) -> dict[tuple[int, int], float]:
+    """Score each pair; keep those reaching ``threshold``.
+
+    The score is the cosine plus :data:`FACT_BONUS` when both entries carry the same
+    ``subject/fact`` key (they are about the same fact, however worded, in any language) and
+    :data:`TAG_BONUS` per shared tag (at most two): people tag deliberately.
+    """
+    kept = {}
+    for a, b in pairs:
+        va, vb = weights[a], weights[b]
+        if len(vb) < len(va):
+            va, vb = vb, va
+        score = 0.0
+        tags = 0
+        for term, w in va.items():
+            if term in vb:
+                score += w * vb[term]
+                if term.startswith(_FACT_PREFIX):
+                    score += FACT_BONUS
+                elif term.startswith(_TAG_PREFIX):
+                    tags += 1
+        score += TAG_BONUS * min(tags, 2)
+        if score >= threshold:
+            kept[(a, b)] = round(min(score, 1.0), 4)
+    return kept
+
+
+def _cluster(n: int, edges: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Connected components (union-find) with two or more members, each sorted."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in sorted(edges):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i in range(n):
+        groups[find(i)].append(i)
+    return [g for _, g in sorted(groups.items()) if len(g) > 1]
+
+
+def _split_scores(clusters: Sequence[Sequence[int]],
+                  scores: dict[tuple[int, int], float]) -> list[dict[tuple[int, int], float]]:
+    """The pair scores inside each cluster (one pass over all scores)."""
+    owner = {i: k for k, members in enumerate(clusters) for i in members}
+    inner: list[dict[tuple[int, int], float]] = [{} for _ in clusters]
+    for pair, score in scores.items():
+        inner[owner[pair[0]]][pair] = score  # a scored pair always lies inside one cluster
+    return inner
+
+
+def _occurrences(group: Sequence[_Doc], count_by: CountBy) -> int:
+    """How many separate occurrences a cluster has under ``count_by``."""
+    days = len({d.day for d in group})
+    sessions = len({_session_key(d) for d in group})
+    if count_by == "day":
+        return days
+    if count_by == "session":
+        return sessions
+    if count_by == "day_or_session":
+        return max(days, sessions)
+    raise ValueError(f"count_by must be day, session or day_or_session, not {count_by!r}")
+
+
+def _session_key(doc: _Doc) -> str:
+    """The entry's session; an entry without one is its own session on its day."""
+    return doc.entry.session or f"{doc.day}/{doc.entry.id}"
+
+
+# --- describing and routing ------------------------------------------------------------------
+
+def _describe(group: Sequence[_Doc], members: Sequence[int],
+              weights: Sequence[dict[str, float]], inner: dict[tuple[int, int], float], *,
+              layer: str, count_by: CountBy) -> Candidate:
+    """Turn a cluster into a candidate with a stable key and deterministic text."""
+    vecs = [weights[i] for i in members]
+    shared = _shared_terms(vecs)
+    fact = _shared_fact(group)
+    tags = _shared_tags(group)
+    subjects = sorted({d.entry.subject for d in group})
+    subject = subjects[0] if len(subjects) == 1 else "mixed"
+    key = _pattern_key(layer, subject, fact, shared)
+    id_of = {i: d.entry.id for i, d in zip(members, group)}
+    rep = _representative(group, members, inner)
+    ordered = sorted(group, key=lambda d: (d.when, d.entry.id))
+    days = tuple(sorted({d.day for d in group}))
+    sessions = tuple(sorted({d.entry.session for d in group if d.entry.session}))
+    occurrences = _occurrences(group, count_by)
+    zh = _is_chinese(group)
+    summary = _summary_text(rep.entry.summary, occurrences, count_by, zh)
+    body = _body_text(rep.entry, shared, fact, tags, ordered, days, sessions, zh)
+    explain = {
+        "key_basis": _key_basis(subject, fact, shared),
+        "count_by": count_by, "occurrences": occurrences,
+        "representative": rep.entry.id,
+        "members": [{"id": d.entry.id, "created": d.entry.created, "session": d.entry.session,
+                     "summary": d.entry.summary} for d in ordered],
+        "shared_terms": list(shared), "shared_fact": fact, "shared_tags": list(tags),
+        "similarities": [{"a": id_of[a], "b": id_of[b], "score": s}
+                         for (a, b), s in sorted(inner.items())],
+    }
+    return Candidate(id=key, layer=layer, subject=subject, kind="pattern", summary=summary,
+                     body=body, members=tuple(sorted(d.entry.id for d in group)),
+                     shared_terms=shared, shared_fact=fact, shared_tags=tags, days=days,
+                     sessions=sessions, occurrences=occurrences, explain=explain)
+
+
+def _shared_terms(vecs: Sequence[dict[str, float]], limit: int = 5) -> tuple[str, ...]:
+    """Content terms held by at least half the members (and two), most widely held first."""
+    held: Counter[str] = Counter()
+    weight: Counter[str] = Counter()
+    for vec in vecs:
+        for term, w in vec.items():
+            if not term.startswith((_FACT_PREFIX, _TAG_PREFIX)):
+                held[term] += 1
+                weight[term] += w
+    need = max(2, math.ceil(len(vecs) / 2))
+    # a single Chinese character says little on its own: words (bigrams) name the pattern
+    ranked = sorted((t for t, c in held.items() if c >= need),
+                    key=lambda t: (-held[t], len(t) == 1 and is_cjk(t), -round(weight[t], 6), t))
+    words = [t for t in ranked if len(t) > 1]
+    ranked = [t for t in ranked
+              if not (len(t) == 1 and is_cjk(t) and any(t in w for w in words))]
+    return tuple(ranked[:limit])
+
+
+def _shared_fact(group: Sequence[_Doc]) -> str | None:
+    """``subject/fact`` if at least half the members (and two) carry the same one."""
+    facts = Counter(f"{d.entry.subject}/{d.entry.fact}" for d in group if d.entry.fact)
+    if not facts:
+        return None
+    fact, count = min(facts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return fact if count >= max(2, math.ceil(len(group) / 2)) else None
+
+
+def _shared_tags(group: Sequence[_Doc]) -> tuple[str, ...]:
+    """Tags carried by at least half the members (and two), sorted."""
+    tags = Counter(t for d in group for t in set(d.entry.tags or ()))
+    need = max(2, math.ceil(len(group) / 2))
+    return tuple(sorted(t for t, c in tags.items() if c >= need))
+
+
+def _key_basis(subject: str, fact: str | None, shared: Sequence[str]) -> str:
+    """What identifies a pattern: its fact key if it has one, else its top shared terms.
+
+    The top three terms are sorted alphabetically so a new member that reorders them by
+    frequency does not change the key.
+    """
+    if fact:
+        return f"fact:{fact}"
+    return f"terms:{subject}:" + ",".join(sorted(shared[:3]))
+
+
+def _pattern_key(layer: str, subject: str, fact: str | None, shared: Sequence[str]) -> str:
+    """``pat_`` + a short hash of the key basis (stable across runs and new members)."""
+    basis = f"{layer}|{_key_basis(subject, fact, shared)}"
+    return "pat_" + hashlib.sha1(basis.encode("utf-8")).hexdigest()[:12]
+
+
+def _representative(group: Sequence[_Doc], members: Sequence[int],
+                    inner: dict[tuple[int, int], float]) -> _Doc:
+    """The member most similar to the others (ties: earliest id): the pattern's wording."""
+    total: Counter[int] = Counter()
+    for (a, b), s in inner.items():
+        total[a] += s
+        total[b] += s
+    best = min(range(len(members)),
+               key=lambda k: (-round(total[members[k]], 6), group[k].entry.id))
+    return group[best]
+
+
+def _is_chinese(group: Sequence[_Doc]) -> bool:
+    """True when most members' summaries are written in Chinese."""
+    zh = sum(1 for d in group if any(is_cjk(ch) for ch in d.entry.summary or d.entry.body))
+    return zh * 2 > len(group)
+
+
+def _summary_text(summary: str, occurrences: int, count_by: CountBy, zh: bool) -> str:
+    """One line: the representative wording and how often it recurred."""
+    line = " ".join((summary or "").split())[:160]
+    if zh:
+        unit = {"day": "天", "session": "个会话"}.get(count_by, "次")
+        return f"重复出现（{occurrences} {unit}）：{line}"
+    unit = {"day": "days", "session": "sessions"}.get(count_by, "occurrences")
+    return f"Recurring ({occurrences} {unit}): {line}"
+
+
+def _body_text(rep: Entry, shared: Sequence[str], fact: str | None, tags: Sequence[str],
+               ordered: Sequence[_Doc], days: Sequence[str], sessions: Sequence[str],
+               zh: bool) -> str:
+    """What / Why / Evidence sections; evidence links every member as ``[[id]]``."""
+    what = " ".join((rep.summary or "").split())
+    keys = ", ".join(shared) or "-"
+    extra = "".join([f"; fact `{fact}`" if fact else "",
+                     f"; tags {', '.join(tags)}" if tags else ""])
+    if zh:
+        why = (f"在 {len(days)} 个不同的日期（{days[0]} 至 {days[-1]}）、{len(sessions)} 个会话中"
+               f"重复出现；共同词：{keys}{extra}。由夜间蒸馏提出，需人工确认。")
+    else:
+        why = (f"Seen on {len(days)} distinct days ({days[0]} to {days[-1]}) in "
+               f"{len(sessions)} sessions; shared terms: {keys}{extra}. "
+               "Proposed by the nightly distill; needs human review.")
+    evidence = "\n".join(f"- [[{d.entry.id}]] {d.day}: {' '.join(d.entry.summary.split())}"
+                         for d in ordered)
+    return f"## What\n\n{what}\n\n## Why\n\n{why}\n\n## Evidence\n\n{evidence}\n"
+
+
+def _route(pattern: Candidate, known: Sequence[KnownPattern], candidates: list,
+           reinforcements: list, suppressed: list) -> None:
+    """New pattern → candidate; applied → reinforcement; proposed/rejected → suppressed."""
+    match = _match_known(pattern, known)
+    if match is None:
+        candidates.append(pattern)
+        return
+    new = tuple(m for m in pattern.members if m not in set(match.members))
+    if match.status == "applied":
+        if new:
+            reinforcements.append(Reinforcement(match.key, new))
+        return
+    suppressed.append(Suppressed(match.key, match.status, pattern.members))
+
+
+def _match_known(pattern: Candidate, known: Sequence[KnownPattern]) -> KnownPattern | None:
+    """The known pattern this one is: same key, a shared member, or mostly the same terms."""
+    members = set(pattern.members)
+    for rule in (lambda k: k.key == pattern.id,
+                 lambda k: bool(members & set(k.members)),
+                 lambda k: _term_overlap(k.terms, pattern.shared_terms) >= 0.6):
+        for k in known:
+            if rule(k):
+                return k
+    return None
+
+
+def _term_overlap(a: Sequence[str], b: Sequence[str]) -> float:
+    """Jaccard overlap of two term lists (0 when either is empty)."""
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+
+
+__all__ = ["Candidate", "DistillResult", "Entry", "KnownPattern", "Reinforcement", "Skipped",
+           "Suppressed", "content_terms", "find_patterns", "promote"]
