@@ -42,6 +42,7 @@ class Node:
     superseded_by: tuple[str, ...] = ()
     weight: float = 0.0
     layer: str | None = None
+    created: str | None = None
     expires: str | None = None
 
 
