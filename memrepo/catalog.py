@@ -1,0 +1,186 @@
+"""The catalog: a derived SQLite table of every memory's key fields, synced from git.
+
+Cross-file invariants (unique ids, one active per fact) and ``list`` must not re-read 100,000
+files on every write or commit. The catalog remembers which commit it reflects and catches up
+by asking git what changed since (``git diff-tree``), reading only those blobs. It lives in
+the git-ignored ``.memrepo/state/`` and can be deleted at any time: it is rebuilt from git.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Iterable
+
+from memrepo import document, git
+from memrepo.checks import Row
+from memrepo.errors import Problem
+from memrepo.model import ARCHIVE_DIR, MEMORIES_DIR, Memory
+
+MEMORY_ROOTS = (MEMORIES_DIR, ARCHIVE_DIR)
+_COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
+            "risk", "source", "proposal")
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS memory (
+    path TEXT PRIMARY KEY, id TEXT, subject TEXT, fact TEXT, status TEXT, supersedes TEXT,
+    superseded_by TEXT, layer TEXT, risk TEXT, source TEXT, proposal TEXT,
+    kind TEXT, summary TEXT, created TEXT, blob TEXT, error TEXT);
+CREATE INDEX IF NOT EXISTS memory_id ON memory(id);
+CREATE INDEX IF NOT EXISTS memory_fact ON memory(subject, fact, status);
+CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
+CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
+CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
+"""
+VERSION = "1"
+
+
+class Catalog:
+    """Rows of every memory at one commit; implements :class:`memrepo.checks.Rows`."""
+
+    def __init__(self, root: Path, db_path: Path):
+        self.root = root
+        self.db_path = db_path
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            if self._get(db, "version") not in (None, VERSION):
+                raise sqlite3.DatabaseError("old catalog version")
+            return db
+        except sqlite3.DatabaseError:
+            # Derived state: a damaged or outdated catalog is dropped and rebuilt from git.
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(self.db_path) + suffix).unlink(missing_ok=True)
+            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            return db
+
+    @staticmethod
+    def _get(db: sqlite3.Connection, key: str) -> str | None:
+        row = db.execute("SELECT value FROM state WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    @property
+    def commit(self) -> str | None:
+        return self._get(self.db, "commit")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------- syncing
+
+    def sync(self, commit: str | None) -> None:
+        """Bring the rows to ``commit`` by reading only what git says changed."""
+        current = self.commit
+        if commit == current:
+            return
+        if commit is None:
+            self._replace_all([], None)
+            return
+        try:
+            changes = git.diff_tree(self.root, current, commit, MEMORY_ROOTS)
+        except Exception:
+            changes = git.diff_tree(self.root, None, commit, MEMORY_ROOTS)
+            current = None
+        self._apply_changes(changes, commit, full=current is None)
+
+    def _apply_changes(self, changes: list[git.Change], commit: str, *, full: bool) -> None:
+        with git.BlobReader(self.root) as reader:
+            upserts, deletes = [], []
+            for ch in changes:
+                if ch.status == "D":
+                    deletes.append(ch.path)
+                elif ch.path.endswith(".md"):
+                    upserts.append(_row_values(ch.path, reader.read(ch.sha), ch.sha, ch.mode))
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if full:
+                self.db.execute("DELETE FROM memory")
+            self.db.executemany("DELETE FROM memory WHERE path=?", [(p,) for p in deletes])
+            self._insert(upserts)
+            self.db.execute("INSERT OR REPLACE INTO state VALUES ('commit', ?)", (commit,))
+            self.db.execute("INSERT OR REPLACE INTO state VALUES ('version', ?)", (VERSION,))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _insert(self, values: list[tuple]) -> None:
+        self.db.executemany(f"INSERT OR REPLACE INTO memory VALUES ({','.join('?' * 16)})", values)
+
+    def _replace_all(self, values: list[tuple], commit: str | None) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute("DELETE FROM memory")
+        self._insert(values)
+        self.db.execute("INSERT OR REPLACE INTO state VALUES ('commit', ?)", (commit,))
+        self.db.execute("COMMIT")
+
+    def record(self, memories: Iterable[Memory], deleted_paths: Iterable[str], old: str | None, new: str) -> None:
+        """Apply a commit memrepo itself just made, without re-reading it from git."""
+        if self.commit != old:
+            self.sync(new)
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.executemany("DELETE FROM memory WHERE path=?", [(p,) for p in deleted_paths])
+        self._insert([_memory_values(m, None) for m in memories])
+        self.db.execute("INSERT OR REPLACE INTO state VALUES ('commit', ?)", (new,))
+        self.db.execute("INSERT OR REPLACE INTO state VALUES ('version', ?)", (VERSION,))
+        self.db.execute("COMMIT")
+
+    # -------------------------------------------------------------- reading
+
+    def _rows(self, where: str, args: tuple) -> list[Row]:
+        sql = f"SELECT {','.join(_COLUMNS)} FROM memory WHERE {where} AND error IS NULL"
+        return [Row(*r) for r in self.db.execute(sql, args)]
+
+    def with_id(self, memory_id: str) -> list[Row]:
+        return self._rows("id=?", (memory_id,))
+
+    def active_for(self, subject: str, fact: str) -> list[Row]:
+        return self._rows("subject=? AND fact=? AND status='active'", (subject, fact))
+
+    def referencing(self, memory_id: str) -> list[Row]:
+        return self._rows("(supersedes=? OR superseded_by=?)", (memory_id, memory_id))
+
+    def path_of(self, memory_id: str) -> str | None:
+        rows = self.with_id(memory_id)
+        return rows[0].path if rows else None
+
+    def query(self, **filters: str | None) -> list[dict]:
+        """Rows matching equal-filters (layer, kind, status, subject, fact), ordered by path."""
+        clauses, args = ["error IS NULL"], []
+        for key, value in filters.items():
+            if value is not None:
+                clauses.append(f"{key}=?")
+                args.append(value)
+        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source")
+        sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
+        return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
+
+    def errors(self) -> list[Problem]:
+        return [Problem(p, "(file)", e) for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
+
+    def count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM memory WHERE error IS NULL").fetchone()[0]
+
+
+def _memory_values(m: Memory, blob: str | None) -> tuple:
+    g = m.meta.get
+    return (m.path, m.id, g("subject"), g("fact"), g("status"), g("supersedes"), g("superseded_by"),
+            g("layer"), g("risk"), g("source"), g("proposal"), g("kind"), g("summary"), g("created"), blob, None)
+
+
+def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
+    if mode == "120000":
+        return (path, None, *([None] * 12), blob, "is a symlink; memories must be regular files")
+    try:
+        parsed = document.load_bytes(data, path)
+    except document.DocumentError as e:
+        return (path, None, *([None] * 12), blob, e.problem.message)
+    if not isinstance(parsed.meta.get("id"), str):
+        return (path, None, *([None] * 12), blob, "has no 'id'")
+    return _memory_values(Memory(parsed.meta, parsed.body, path), blob)

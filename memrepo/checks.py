@@ -1,0 +1,224 @@
+"""The vault's invariants, as checks that collect every problem (DESIGN.md §3).
+
+Per file: it parses strictly, matches the schema, its ``id`` is its file name, it sits where
+its layer/status/date put it, it carries no credential and no pointer out of the vault.
+Across files (on a :class:`Rows` view, so a commit touching one file never re-reads the vault):
+ids are unique, at most one ``active`` memory per (subject, fact), and ``supersedes`` /
+``superseded_by`` agree in both directions.
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from memrepo import document, schema, secretscan
+from memrepo.errors import Problem
+from memrepo.model import Memory, canonical_path, is_memory_path
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the cross-file invariants need to know about one memory file."""
+
+    id: str
+    path: str
+    subject: str | None = None
+    fact: str | None = None
+    status: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    layer: str | None = None
+    risk: str | None = None
+    source: str | None = None
+    proposal: str | None = None
+
+    @classmethod
+    def of(cls, memory: Memory) -> "Row":
+        m = memory.meta
+        return cls(id=str(m.get("id")), path=memory.path, subject=m.get("subject"), fact=m.get("fact"),
+                   status=m.get("status"), supersedes=m.get("supersedes"),
+                   superseded_by=m.get("superseded_by"), layer=m.get("layer"), risk=m.get("risk"),
+                   source=m.get("source"), proposal=m.get("proposal"))
+
+
+class Rows(Protocol):
+    """A read view of the vault's rows (the catalog, possibly with staged changes on top)."""
+
+    def with_id(self, memory_id: str) -> list[Row]: ...
+
+    def active_for(self, subject: str, fact: str) -> list[Row]: ...
+
+    def referencing(self, memory_id: str) -> list[Row]: ...
+
+
+class RowSet:
+    """An in-memory :class:`Rows` (whole-vault validation, tests, batches)."""
+
+    def __init__(self, rows: Iterable[Row] = ()):
+        self.by_path: dict[str, Row] = {}
+        for row in rows:
+            self.by_path[row.path] = row
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._ids: dict[str, list[Row]] = {}
+        self._active: dict[tuple[str, str], list[Row]] = {}
+        self._refs: dict[str, list[Row]] = {}
+        for row in self.by_path.values():
+            self._ids.setdefault(row.id, []).append(row)
+            if row.status == "active" and row.fact:
+                self._active.setdefault((row.subject, row.fact), []).append(row)
+            for target in {row.supersedes, row.superseded_by} - {None}:
+                self._refs.setdefault(target, []).append(row)
+
+    def with_id(self, memory_id: str) -> list[Row]:
+        return list(self._ids.get(memory_id, ()))
+
+    def active_for(self, subject: str, fact: str) -> list[Row]:
+        return list(self._active.get((subject, fact), ()))
+
+    def referencing(self, memory_id: str) -> list[Row]:
+        return list(self._refs.get(memory_id, ()))
+
+
+# --------------------------------------------------------------- one file
+
+def check_bytes(path: str, data: bytes) -> tuple[Memory | None, list[Problem]]:
+    """Parse and check one memory file's bytes; the memory is None when it cannot be read."""
+    try:
+        parsed = document.load_bytes(data, path)
+    except document.DocumentError as e:
+        return None, [e.problem]
+    memory = Memory(parsed.meta, parsed.body, path)
+    return memory, check_memory(memory, text=data.decode("utf-8"))
+
+
+def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
+    """Every per-file problem of a parsed memory (schema, name, place, secrets, escapes)."""
+    path, meta = memory.path, memory.meta
+    problems = schema.check_front_matter(dict(meta), path)
+    problems += _check_location(memory)
+    problems += _check_pointers(memory)
+    if text is None:
+        text = document.render(dict(meta), memory.body, schema.field_order())
+    problems += [Problem(path, _secret_field(text, f.line), f.message()) for f in secretscan.scan(text)]
+    return sorted(set(problems))
+
+
+def _secret_field(text: str, line: int) -> str:
+    lines = text.split("\n")
+    closing = next((i for i, ln in enumerate(lines[1:], start=2) if ln.rstrip() == "---"), None)
+    if closing and line < closing:
+        key = lines[line - 1].split(":", 1)[0].strip(" -")
+        return f"{key} (line {line})" if key else f"line {line}"
+    return f"body (line {line})"
+
+
+def _check_location(memory: Memory) -> list[Problem]:
+    path, meta = memory.path, memory.meta
+    memory_id = meta.get("id")
+    if not isinstance(memory_id, str):
+        return []
+    problems = []
+    stem = posixpath.basename(path)[:-3] if path.endswith(".md") else posixpath.basename(path)
+    if stem != memory_id:
+        problems.append(Problem(path, "id", f"{memory_id!r} does not match the file name {stem!r}.md; rename the file or fix the id"))
+    elif {"layer", "created"} <= set(meta) and is_memory_path(path):
+        expected = canonical_path(meta)
+        if path != expected and schema.is_timestamp(meta.get("created")):
+            problems.append(Problem(path, "layer", f"a {meta.get('layer')} memory with status {meta.get('status')} belongs at {expected}; move the file there (git mv)"))
+    return problems
+
+
+def _check_pointers(memory: Memory) -> list[Problem]:
+    """Evidence pointers are data: absolute paths and '..' would lead out of the vault."""
+    problems = []
+    for value in memory.meta.get("evidence") or ():
+        if not isinstance(value, str) or "://" in value:
+            continue
+        target = value.split("#", 1)[0]
+        if target.startswith(("/", "\\", "~")) or ".." in target.replace("\\", "/").split("/"):
+            problems.append(Problem(memory.path, "evidence", f"{value!r} points outside the vault; use a vault-relative path, a memory id, a commit id or a URL"))
+    return problems
+
+
+# -------------------------------------------------------------- across files
+
+def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = ()) -> list[Problem]:
+    """Cross-file invariants for the touched rows (and for rows left pointing at deleted ones)."""
+    problems: list[Problem] = []
+    for row in touched:
+        problems += _check_unique(row, view)
+        problems += _check_single_active(row, view)
+        problems += _check_supersedes(row, view)
+    for gone in deleted:
+        if view.with_id(gone.id):
+            continue
+        for ref in view.referencing(gone.id):
+            field = "supersedes" if ref.supersedes == gone.id else "superseded_by"
+            problems.append(Problem(ref.path, field, f"points at {gone.id}, which {gone.path} no longer holds; old versions stay as 'superseded', never deleted"))
+    return sorted(set(problems))
+
+
+def _check_unique(row: Row, view: Rows) -> list[Problem]:
+    others = [r.path for r in view.with_id(row.id) if r.path != row.path]
+    if others:
+        return [Problem(row.path, "id", f"{row.id!r} is also used by {', '.join(sorted(others))}; ids must be unique")]
+    return []
+
+
+def _check_single_active(row: Row, view: Rows) -> list[Problem]:
+    if row.status != "active" or not row.fact or not row.subject:
+        return []
+    others = [r for r in view.active_for(row.subject, row.fact) if r.path != row.path]
+    if not others:
+        return []
+    names = ", ".join(sorted(f"{r.id} ({r.path})" for r in others))
+    return [Problem(row.path, "status", (
+        f"another memory is already active for ({row.subject}, {row.fact}): {names}; "
+        "set the old one to 'superseded' with superseded_by, and this one's 'supersedes'"))]
+
+
+def _check_supersedes(row: Row, view: Rows) -> list[Problem]:
+    problems = []
+    if row.supersedes:
+        targets = view.with_id(row.supersedes)
+        if not targets:
+            problems.append(Problem(row.path, "supersedes", f"{row.supersedes} does not exist"))
+        elif row.status in ("active", "superseded", "archived"):
+            old = targets[0]
+            if old.superseded_by != row.id or old.status not in ("superseded", "archived"):
+                problems.append(Problem(row.path, "supersedes", (
+                    f"{old.id} must be status 'superseded' with superseded_by: {row.id} "
+                    f"(it is {old.status}, superseded_by {old.superseded_by})")))
+    if row.superseded_by:
+        newer = view.with_id(row.superseded_by)
+        if not newer:
+            problems.append(Problem(row.path, "superseded_by", f"{row.superseded_by} does not exist"))
+        elif newer[0].supersedes != row.id:
+            problems.append(Problem(row.path, "superseded_by", f"{row.superseded_by} does not name {row.id} in its 'supersedes'"))
+        if row.status == "active":
+            problems.append(Problem(row.path, "status", f"is 'active' but superseded by {row.superseded_by}; set status: superseded"))
+    return problems
+
+
+class Overlay:
+    """A :class:`Rows` view: ``base`` with some files replaced, added or deleted on top."""
+
+    def __init__(self, base: Rows, rows: Iterable[Row] = (), deleted_paths: Iterable[str] = ()):
+        self.base = base
+        self.top = RowSet(rows)
+        self.hidden = set(deleted_paths) | set(self.top.by_path)
+
+    def _merge(self, below: list[Row], above: list[Row]) -> list[Row]:
+        return [r for r in below if r.path not in self.hidden] + above
+
+    def with_id(self, memory_id: str) -> list[Row]:
+        return self._merge(self.base.with_id(memory_id), self.top.with_id(memory_id))
+
+    def active_for(self, subject: str, fact: str) -> list[Row]:
+        return self._merge(self.base.active_for(subject, fact), self.top.active_for(subject, fact))
+
+    def referencing(self, memory_id: str) -> list[Row]:
+        return self._merge(self.base.referencing(memory_id), self.top.referencing(memory_id))

@@ -1,0 +1,333 @@
+"""The ``memrepo`` command line: parse, call one library function, render (owner of typer).
+
+Library modules are imported inside the commands so that a command pays only for what it
+uses: agents call ``memrepo search`` on every turn, and start-up time is part of that call.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.")
+proposals_app = typer.Typer(help="List open review proposals, or push one for a pull request.",
+                            invoke_without_command=True, rich_markup_mode=None)
+hooks_app = typer.Typer(help="Install or run memrepo's git hooks.", rich_markup_mode=None, no_args_is_help=True)
+app.add_typer(proposals_app, name="proposals")
+app.add_typer(hooks_app, name="hooks")
+hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
+app.add_typer(hook_app, name="hook")
+
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
+
+
+class State:
+    vault_path: Optional[str] = None
+
+
+state = State()
+
+
+@app.callback()
+def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_VAULT",
+                                              help="Vault to use (default: found from the current directory, as git does).")):
+    state.vault_path = vault
+
+
+def _vault():
+    from memrepo.vault import Vault
+    return Vault.find(explicit=state.vault_path)
+
+
+def _out(data, as_json: bool, text: str | None = None) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False, indent=None))
+    elif text is not None:
+        typer.echo(text)
+
+
+def _progress(label: str):
+    """A progress callback drawing a bar on a terminal (stderr), silent otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+    return show
+
+
+# ------------------------------------------------------------------ vault
+
+@app.command()
+def init(path: Path = typer.Argument(..., help="Directory to create the vault in (new or empty)."),
+         as_json: bool = JsonOpt):
+    """Create a vault: git repository on main, layout, config, .gitignore and hooks."""
+    from memrepo.vault import Vault
+    vault = Vault.init(path)
+    _out({"vault": str(vault.root), "commit": vault.head()}, as_json, f"Created vault {vault.root}")
+
+
+@app.command()
+def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is about (default: general)."),
+        fact: Optional[str] = typer.Option(None, help="Fact key within the subject: at most one active memory per (subject, fact)."),
+        kind: Optional[str] = typer.Option(None, help="event, checkpoint, decision, constraint, policy, permission, preference, state, knowledge, pattern, principle, identity."),
+        layer: Optional[str] = typer.Option(None, help="L1 (default) .. L4."),
+        summary: Optional[str] = typer.Option(None, help="One line (default: first line of the body)."),
+        source: Optional[str] = typer.Option(None, help="user (default), model-inference, tool, import, distill, flush."),
+        author: Optional[str] = typer.Option(None, help="Who triggered it (default: $MEMREPO_AUTHOR or git user.name)."),
+        tag: List[str] = typer.Option([], "--tag", help="Business tag (repeatable)."),
+        link: List[str] = typer.Option([], "--link", help="Related memory id (repeatable)."),
+        evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
+        affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
+        session: Optional[str] = typer.Option(None, help="Agent session id."),
+        scope: Optional[str] = typer.Option(None, help="shared (default) or private:<agent>."),
+        weight: Optional[float] = typer.Option(None, help="Base weight 0..1 (protects keystone memories from decay)."),
+        confidence: Optional[float] = typer.Option(None, help="Confidence 0..1."),
+        expires: Optional[str] = typer.Option(None, help="ISO-8601 date-time after which the memory is cleaned up."),
+        memory_id: Optional[str] = typer.Option(None, "--id", help="Id to use (default: generated)."),
+        body: Optional[str] = typer.Option(None, help="Markdown body (default: read from stdin when it is not a terminal)."),
+        push: bool = typer.Option(False, "--push", help="If this becomes a proposal, push its branch for a pull request."),
+        remote: str = typer.Option("origin", help="Remote for --push."),
+        as_json: bool = JsonOpt):
+    """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
+    from memrepo import memories
+    if body is None:
+        body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
+              "source": source, "author": author, "tags": tag, "links": link, "evidence": evidence,
+              "affects": affects, "session": session, "scope": scope, "weight": weight,
+              "confidence": confidence, "expires": expires}
+    with _vault() as vault:
+        result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
+    where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
+    _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
+
+
+@app.command()
+def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
+    """Print one memory (front matter and body) as it is on main."""
+    from memrepo.vault import render_bytes
+    with _vault() as vault:
+        memory = vault.get(memory_id)
+    if as_json:
+        _out({**dict(memory.meta), "path": memory.path, "body": memory.body}, True)
+    else:
+        typer.echo(render_bytes(memory).decode("utf-8"), nl=False)
+
+
+@app.command("list")
+def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer.Option(None),
+          status: Optional[str] = typer.Option(None), subject: Optional[str] = typer.Option(None),
+          fact: Optional[str] = typer.Option(None), as_json: bool = JsonOpt):
+    """List memories on main, filtered by layer, kind, status, subject or fact."""
+    with _vault() as vault:
+        rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
+    text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
+                     f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    _out(rows, as_json, text or "no memories match")
+
+
+@app.command()
+def log(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
+    """The memory's history from git: every commit on main that changed it."""
+    with _vault() as vault:
+        entries = vault.history(memory_id)
+    rows = [{"commit": e.commit, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
+    _out(rows, as_json, "\n".join(f"{r['commit'][:12]} {r['date']} {r['author']}  {r['subject']}" for r in rows))
+
+
+@app.command()
+def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (default: the whole vault)."),
+             as_json: bool = JsonOpt):
+    """Check memory files and the vault's invariants; exit 1 and list every problem."""
+    from memrepo import validate as v
+    with _vault() as vault:
+        problems = v.validate_paths(vault, paths) if paths else v.validate_tree(vault)
+    if as_json:
+        _out({"ok": not problems, "problems": [p.as_dict() for p in problems]}, True)
+    else:
+        typer.echo("\n".join(map(str, problems)) if problems else "ok: no problems found",
+                   err=bool(problems))
+    raise typer.Exit(1 if problems else 0)
+
+
+@app.command("import")
+def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, front-matter fields plus 'body'."),
+            skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
+            propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
+            author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
+            as_json: bool = JsonOpt):
+    """Bulk-import memories as a single commit (or one proposal)."""
+    from memrepo import memories
+    with _vault() as vault:
+        result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
+                                       progress=_progress("import"))
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
+    _out(result.as_dict(), as_json, f"imported {result.count} memories -> {where}")
+
+
+# ------------------------------------------------------------------ review
+
+@proposals_app.callback()
+def proposals_list(ctx: typer.Context,
+                   include_all: bool = typer.Option(False, "--all", help="Include applied and rejected proposals."),
+                   as_json: bool = JsonOpt):
+    """List open proposals (with --all: applied and rejected too, with outcome and reason)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from memrepo import proposals
+    with _vault() as vault:
+        found = proposals.list_proposals(vault, include_closed=include_all)
+    lines = []
+    for p in found:
+        outcome = f" by {p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))}" if p.outcome else ""
+        lines.append(f"{p.id}  {p.status:<8} {', '.join(p.ids)}  {p.reason}{outcome}")
+    _out([p.as_dict() for p in found], as_json, "\n".join(lines) or "no open proposals")
+
+
+@proposals_app.command("push")
+def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
+                   remote: str = typer.Option("origin", help="Git remote to push to.")):
+    """Push a proposal branch so the team can open a pull request (never forced)."""
+    from memrepo import proposals
+    with _vault() as vault:
+        branch = proposals.push_proposal(vault, proposal_id, remote=remote)
+    typer.echo(f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+
+
+@app.command()
+def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal id (or the id of a memory it carries)."),
+           as_json: bool = JsonOpt):
+    """Show a proposal's review card: who, what it supersedes, evidence, effects, rollback point."""
+    from memrepo import proposals
+    with _vault() as vault:
+        p = proposals.get(vault, proposal_id)
+        text = proposals.card(vault, proposal_id)
+        data = {**p.as_dict(), "card": text, "memories_detail": [
+            {**dict(m.meta), "path": m.path, "body": m.body} for m in proposals.memories_of(vault, p)]}
+    _out(data, as_json, text)
+
+
+@app.command()
+def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
+          mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
+          as_json: bool = JsonOpt):
+    """Apply a proposal: one merge commit on main."""
+    from memrepo import proposals
+    with _vault() as vault:
+        commit = proposals.apply(vault, proposal_id, mode=mode)
+    _out({"proposal": proposal_id, "commit": commit, "mode": mode}, as_json,
+         f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'")
+
+
+@app.command()
+def reject(proposal_id: str = typer.Argument(..., metavar="ID"),
+           why: str = typer.Option(..., "--why", help="Why it is rejected (recorded)."),
+           as_json: bool = JsonOpt):
+    """Reject a proposal: it leaves the queue; its history stays under refs/memrepo/rejected/."""
+    from memrepo import proposals
+    with _vault() as vault:
+        commit = proposals.reject(vault, proposal_id, why=why)
+    _out({"proposal": proposal_id, "commit": commit}, as_json, f"rejected {proposal_id} (recorded in {commit[:12]})")
+
+
+@app.command()
+def rollback(memory_id: str = typer.Argument(..., metavar="ID"),
+             why: str = typer.Option("", "--why", help="Reason, recorded in the commit."),
+             as_json: bool = JsonOpt):
+    """Undo the commit that made a memory active (a revert; history is never rewritten)."""
+    from memrepo import provenance
+    with _vault() as vault:
+        commit = provenance.rollback(vault, memory_id, reason=why)
+    _out({"id": memory_id, "commit": commit}, as_json, f"rolled back {memory_id} in {commit[:12]}")
+
+
+@app.command()
+def why(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
+    """Why is this memory active? Who wrote it, which proposal, who applied it, what it superseded."""
+    from memrepo import provenance
+    with _vault() as vault:
+        data = provenance.why(vault, memory_id).as_dict()
+    text = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v}"
+                     for k, v in data.items())
+    _out(data, as_json, text)
+
+
+@app.command()
+def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...), as_json: bool = JsonOpt):
+    """Every version of a fact that ever existed on main, oldest first, with its status."""
+    from memrepo import provenance
+    with _vault() as vault:
+        versions = provenance.fact_history(vault, subject, fact)
+    rows = [v.as_dict() for v in versions]
+    _out(rows, as_json, "\n".join(f"{v.date} {v.commit[:12]} {v.id} {v.status or 'deleted'}: {v.summary or ''}  ({v.message})"
+                                  for v in versions) or f"no versions of ({subject}, {fact})")
+
+
+# ------------------------------------------------------------------ hooks
+
+@hooks_app.command("install")
+def hooks_install():
+    """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
+    from memrepo import hooks
+    with _vault() as vault:
+        for line in hooks.install(vault.root):
+            typer.echo(line)
+
+
+@hook_app.command("pre-commit")
+def hook_pre_commit():
+    """Validate what is staged (run by git)."""
+    from memrepo import hooks
+    problems = hooks.run_pre_commit(Path.cwd())
+    if problems:
+        typer.echo("memrepo: commit refused:", err=True)
+        for p in problems:
+            typer.echo(f"  {p}", err=True)
+        typer.echo("Fix the files (or 'memrepo validate' to see all), then commit again.", err=True)
+        raise typer.Exit(1)
+
+
+@hook_app.command("pre-merge-commit")
+def hook_pre_merge_commit():
+    """Validate a merge before git records it (run by git)."""
+    hook_pre_commit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: maps library errors to messages and exit codes in one place."""
+    from memrepo.errors import InvalidMemory, MemrepoError
+    try:
+        rv = app(args=argv, standalone_mode=False)
+    except MemrepoError as e:
+        if isinstance(e, InvalidMemory):
+            for p in e.problems:
+                typer.echo(str(p), err=True)
+            if str(e).splitlines()[-1:] and len(str(e).splitlines()) > len(e.problems):
+                typer.echo(str(e).splitlines()[-1], err=True)
+        else:
+            typer.echo(f"error: {e}", err=True)
+        return e.exit_code
+    except typer.Exit as e:
+        return e.exit_code
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # click usage errors come through here
+        if hasattr(e, "show") and hasattr(e, "exit_code"):
+            e.show()
+            return e.exit_code
+        raise
+    return rv if isinstance(rv, int) else 0

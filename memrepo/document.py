@@ -1,0 +1,188 @@
+"""Memory files as text (owner of YAML): a strict loader and a canonical, byte-stable writer.
+
+A memory file is ``---\\n<YAML mapping>---\\n<markdown body>``. python-frontmatter (and PyYAML's
+safe loader under it) accepts things a shared memory must not: duplicate keys (last one wins
+silently), anchors and aliases (an alias bomb explodes when walked), dates turned into
+``datetime`` objects, and its writer sorts keys and strips the final newline. So reading goes
+through a stricter loader, and writing through :func:`render`, which emits keys in the schema's
+order with a fixed quoting style, so ``render(parse(render(x))) == render(x)`` byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from memrepo.errors import Problem
+
+MAX_FILE_BYTES = 256 * 1024
+"""A memory file larger than this is refused: memories hold pointers, not raw dumps."""
+
+OPEN = "---\n"
+_CLOSE_RE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+class DocumentError(ValueError):
+    """A file that cannot be read as a memory; ``problem`` says where and why."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        super().__init__(str(problem))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, duplicate keys or implicit timestamps."""
+
+
+# Timestamps stay strings so that what validation sees is what the file says.
+_StrictLoader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _refuse_alias(self, *args, **kwargs):
+    mark = self.peek_event().start_mark
+    raise yaml.constructor.ConstructorError(
+        None, None, "anchors and aliases (&name / *name) are not allowed in memories", mark)
+
+
+def _compose_node(self, parent, index):
+    event = self.peek_event()
+    if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+        _refuse_alias(self)
+    return yaml.composer.Composer.compose_node(self, parent, index)
+
+
+def _construct_mapping(self, node, deep=False):
+    if not isinstance(node, yaml.MappingNode):
+        return yaml.SafeLoader.construct_mapping(self, node, deep)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = self.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}: keep one", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(self, node, deep)
+
+
+_StrictLoader.compose_node = _compose_node
+_StrictLoader.construct_mapping = _construct_mapping
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A memory file split into its front matter and body."""
+
+    meta: dict[str, Any]
+    body: str
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def decode(data: bytes, path: str) -> str:
+    """UTF-8 text of a memory file, or a DocumentError naming the file and the line."""
+    if len(data) > MAX_FILE_BYTES:
+        raise DocumentError(Problem(path, "(file)", (
+            f"{len(data)} bytes is over the {MAX_FILE_BYTES}-byte cap; keep raw logs "
+            "elsewhere and point to them in 'evidence'")))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise DocumentError(Problem(path, f"line {line}", (
+            f"byte {data[e.start]:#04x} is not UTF-8; re-save the file as UTF-8"))) from None
+    if text.startswith("\ufeff"):
+        raise DocumentError(Problem(path, "line 1", "starts with a byte-order mark; save as UTF-8 without BOM"))
+    return text
+
+
+def parse(text: str, path: str) -> Parsed:
+    """Split and strictly load a memory file; raises DocumentError with the line."""
+    if not text.startswith(OPEN):
+        raise DocumentError(Problem(path, "line 1", "must start with a '---' front-matter line"))
+    close = _CLOSE_RE.search(text, len(OPEN) - 1)
+    if close is None or close.start() == 0:
+        raise DocumentError(Problem(path, "(front matter)", "no closing '---' line after the front matter"))
+    head = text[len(OPEN):close.start()]
+    body = text[close.end():]
+    body = body[1:] if body.startswith("\n") else body
+    try:
+        meta = yaml.load(head, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = f"line {mark.line + 2}" if mark is not None else "(front matter)"
+        problem = getattr(e, "problem", None) or str(e)
+        raise DocumentError(Problem(path, line, f"YAML error: {problem}")) from None
+    if not isinstance(meta, dict):
+        raise DocumentError(Problem(path, "(front matter)", (
+            f"front matter must be a mapping of 'key: value' lines, not {type(meta).__name__}")))
+    bad_keys = [k for k in meta if not isinstance(k, str)]
+    if bad_keys:
+        raise DocumentError(Problem(path, "(front matter)", f"keys must be text, got {bad_keys[0]!r}"))
+    return Parsed(meta, body)
+
+
+def load_bytes(data: bytes, path: str) -> Parsed:
+    return parse(decode(data, path), path)
+
+
+# ------------------------------------------------------------------ writing
+
+_PLAIN_RE = re.compile("^[A-Za-z0-9_\u00a0-\ufffd][A-Za-z0-9_ .,/@+()#%\u00a0-\ufffd-]*$")
+_RESERVED = re.compile(
+    r"^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N)$")
+
+
+def _is_plain_safe(s: str) -> bool:
+    """True when ``s`` can be written unquoted and reads back as the same string."""
+    if not s or s != s.strip() or not _PLAIN_RE.match(s) or _RESERVED.match(s):
+        return False
+    if ": " in s or " #" in s or "\u2028" in s or "\u2029" in s or "\x85" in s:
+        return False
+    resolved = yaml.load(s, Loader=_StrictLoader)  # noqa: S506
+    return resolved == s
+
+
+def scalar(value: Any) -> str:
+    """One YAML scalar in canonical style (plain when unambiguous, else JSON double quotes)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    text = str(value)
+    return text if _is_plain_safe(text) else json.dumps(text, ensure_ascii=False)
+
+
+def render_meta(meta: dict[str, Any], order: tuple[str, ...]) -> str:
+    """Front matter in canonical order: known keys as ordered, then extension keys sorted."""
+    keys = [k for k in order if k in meta] + sorted(k for k in meta if k not in order)
+    lines: list[str] = []
+    for key in keys:
+        value = meta[key]
+        if isinstance(value, (list, tuple)):
+            if not value:
+                lines.append(f"{key}: []")
+                continue
+            lines.append(f"{key}:")
+            lines.extend(f"  - {scalar(v)}" for v in value)
+        elif isinstance(value, dict):
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}")
+        else:
+            lines.append(f"{key}: {scalar(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def render(meta: dict[str, Any], body: str, order: tuple[str, ...]) -> str:
+    """The canonical text of a memory file (always ends with exactly one newline)."""
+    body = body.rstrip("\n")
+    text = OPEN + render_meta(meta, order) + "---\n"
+    return text + (body + "\n" if body else "")

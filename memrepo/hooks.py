@@ -1,0 +1,53 @@
+"""Git hooks: installing memrepo's shims without clobbering a user's own hooks, and running them.
+
+The shims in the top-level ``hooks/`` folder are 10-line shell scripts marked ``memrepo-hook``;
+installing one where a foreign hook already exists keeps that hook as ``<name>.legacy`` and
+the shim runs it first. Re-installing is idempotent.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from memrepo import git
+from memrepo.errors import Problem
+from memrepo.resources import resource
+
+HOOK_NAMES = ("pre-commit", "pre-merge-commit")
+MARKER = "memrepo-hook"
+
+
+def install(root: Path, *, python: str | None = None) -> list[str]:
+    """Install the hooks into the repository's hooks folder; returns what was done, per hook."""
+    hooks_dir = git.git_path(root, "hooks")
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    for name in HOOK_NAMES:
+        text = (resource("hooks") / name).read_text(encoding="utf-8").replace("@PYTHON@", python or sys.executable)
+        target = hooks_dir / name
+        if target.exists() and MARKER not in target.read_text(encoding="utf-8", errors="replace"):
+            legacy = hooks_dir / f"{name}.legacy"
+            if legacy.exists():
+                raise FileExistsError(f"{target} and {legacy} both exist; merge them by hand, then rerun 'memrepo hooks install'")
+            target.rename(legacy)
+            done.append(f"{name}: kept your hook as {legacy.name}")
+        target.write_text(text, encoding="utf-8")
+        target.chmod(0o755)
+        done.append(f"{name}: installed")
+    return done
+
+
+def run_pre_commit(start: Path) -> list[Problem]:
+    """The pre-commit check for the vault at ``start`` (git runs hooks at the top level)."""
+    from memrepo.validate import check_staged
+    from memrepo.vault import Vault
+
+    vault = Vault.find(start)
+    merge_head_file = git.git_path(vault.root, "MERGE_HEAD")
+    merge_head = merge_head_file.read_text().split()[0] if merge_head_file.exists() else None
+    index_file = os.environ.get("GIT_INDEX_FILE")
+    if index_file and not os.path.isabs(index_file):
+        index_file = str(vault.root / index_file)
+    with vault:
+        return check_staged(vault, index_file=index_file, merge_head=merge_head)

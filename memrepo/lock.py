@@ -1,0 +1,42 @@
+"""The vault's write lock: one writer at a time, a bounded wait, then a clear "busy".
+
+git's own ``index.lock`` makes a second concurrent writer fail loudly at random points; a
+``fcntl.flock`` held around every write makes writers queue instead. The lock file lives in
+the git directory, so it is never committed, and the kernel releases it if the process dies.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from memrepo.errors import Busy
+
+DEFAULT_TIMEOUT = float(os.environ.get("MEMREPO_LOCK_TIMEOUT", "30"))
+
+
+@contextmanager
+def locked(path: Path, *, timeout: float | None = None, what: str = "the vault") -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the block; raise Busy after ``timeout`` s."""
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise Busy(f"{what} is busy: another memrepo process is writing "
+                               f"(lock {path}); retry in a moment") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,134 @@
+"""Memory values: the front matter and body of one memory, and where its file lives.
+
+A :class:`Memory` is immutable. ``meta`` holds the front-matter mapping exactly as the schema
+defines it (timestamps as ISO-8601 strings); helpers derive the canonical file location
+from it, so layout rules live in one place.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping
+
+LAYERS = ("L1", "L2", "L3", "L4")
+STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
+SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
+MEMORIES_DIR = "memories"
+ARCHIVE_DIR = "archive"
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+WIKILINK_RE = re.compile(r"\[\[([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\]\]")
+_ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+
+def is_valid_id(value: object) -> bool:
+    """File-name safe: letters, digits, ``_ . -``; no ``/``, no ``..``, at most 128 chars."""
+    return isinstance(value, str) and bool(ID_RE.match(value)) and ".." not in value
+
+
+def new_id(now: dt.datetime | None = None) -> str:
+    """A fresh id like ``mem_20261129_7k3p9x``: sortable by day, random enough to not collide."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    suffix = "".join(secrets.choice(_ID_ALPHABET) for _ in range(6))
+    return f"mem_{now:%Y%m%d}_{suffix}"
+
+
+def now_iso() -> str:
+    """The current time as the front matter stores it (UTC, seconds)."""
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def normalise_timestamp(value: Any) -> Any:
+    """A datetime (or date) becomes ISO-8601 text; a naive datetime is taken as UTC."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.isoformat()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).isoformat()
+    return value
+
+
+def parse_timestamp(value: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def canonical_path(meta: Mapping[str, Any]) -> str:
+    """Vault-relative path a memory with this front matter belongs at.
+
+    ``memories/L1/YYYY-MM-DD/<id>.md`` for the daily log (date of ``created``),
+    ``memories/Ln/<id>.md`` above it, and the same under ``archive/`` when archived.
+    """
+    top = ARCHIVE_DIR if meta.get("status") == "archived" else MEMORIES_DIR
+    layer = meta.get("layer", "L1")
+    if layer == "L1":
+        day = str(meta.get("created", ""))[:10] or "undated"
+        return f"{top}/L1/{day}/{meta['id']}.md"
+    return f"{top}/{layer}/{meta['id']}.md"
+
+
+def is_memory_path(path: str) -> bool:
+    """True for a path where memory files live (``memories/**.md`` or ``archive/**.md``)."""
+    return path.endswith(".md") and path.split("/", 1)[0] in (MEMORIES_DIR, ARCHIVE_DIR) and "/" in path
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory: front matter, markdown body and its vault-relative path."""
+
+    meta: Mapping[str, Any]
+    body: str = ""
+    path: str = ""
+    blob: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+        if not self.path and "id" in self.meta:
+            object.__setattr__(self, "path", canonical_path(self.meta))
+
+    def __getattr__(self, name: str) -> Any:  # convenient read access: memory.subject
+        meta = object.__getattribute__(self, "meta")
+        if name in meta:
+            return meta[name]
+        if name in _OPTIONAL_DEFAULTS:
+            return _OPTIONAL_DEFAULTS[name]
+        raise AttributeError(name)
+
+    @property
+    def id(self) -> str:
+        return self.meta["id"]
+
+    @property
+    def key(self) -> tuple[str, str] | None:
+        """(subject, fact) when the memory carries a fact key: at most one active per key."""
+        fact = self.meta.get("fact")
+        return (self.meta.get("subject"), fact) if fact else None
+
+    def links_all(self) -> tuple[str, ...]:
+        """Linked ids from ``links`` and ``[[id]]`` wikilinks in the body, in order, unique."""
+        seen = dict.fromkeys(list(self.meta.get("links", ())) + WIKILINK_RE.findall(self.body))
+        return tuple(seen)
+
+    def evolve(self, **changes: Any) -> "Memory":
+        """A copy with front-matter fields changed (``None`` removes a field); path follows."""
+        meta = dict(self.meta)
+        for k, v in changes.items():
+            if v is None:
+                meta.pop(k, None)
+            else:
+                meta[k] = v
+        return replace(self, meta=meta, path=canonical_path(meta), blob=None)
+
+    def with_body(self, body: str) -> "Memory":
+        return replace(self, body=body, blob=None)
+
+
+_OPTIONAL_DEFAULTS: dict[str, Any] = {
+    "fact": None, "risk": None, "risk_reason": None, "author": None, "scope": "shared",
+    "session": None, "supersedes": None, "superseded_by": None, "rollback_point": None,
+    "proposal": None, "evidence": (), "affects": (), "links": (), "tags": (), "weight": None,
+    "confidence": None, "updated": None, "expires": None,
+}

@@ -1,0 +1,378 @@
+"""Review proposals: branches that hold high-risk changes until a person applies or rejects them.
+
+A proposal is the branch ``proposal/<id>`` with one commit on top of the main tip it was made
+from (its *base*): the new memories with ``status: pending_review``; its commit message is the
+review card. It is built with plumbing, so the user's checkout and index are never touched.
+
+* **apply** writes one merge commit on main (first parent: main, second: the proposal): the
+  memories become ``active``; with ``overwrite`` the memory each one supersedes becomes
+  ``superseded`` in the same commit. It refuses when a superseded target changed since the
+  base or another version of the fact became active first.
+* **reject** records who and why in a commit on top of the proposal, kept reachable under
+  ``refs/memrepo/rejected/<id>``, and removes ``proposal/<id>`` from the queue.
+* **push** adds an "activate on merge" commit (the same statuses apply would write) and pushes
+  the branch, so merging the pull request on a forge yields the state ``apply`` yields.
+Applied proposals are remembered under ``refs/memrepo/applied/<id>`` (the merge commit).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from memrepo import git
+from memrepo.checks import Overlay, Row, check_rows
+from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
+from memrepo.model import Memory, new_id, now_iso
+from memrepo.vault import Vault
+
+BRANCH_PREFIX = "proposal/"
+APPLIED_PREFIX = "refs/memrepo/applied/"
+REJECTED_PREFIX = "refs/memrepo/rejected/"
+_TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
+MODES = ("overwrite", "append")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: str
+    branch: str
+    commit: str            # the proposal commit (pending_review memories, card in message)
+    tip: str               # branch tip (differs from commit after push added the activation)
+    base: str              # main tip when proposed: the rollback point
+    ids: tuple[str, ...]
+    status: str            # open, applied, rejected
+    author: str
+    created: str
+    reason: str
+    outcome: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "branch": self.branch, "status": self.status, "memories": list(self.ids),
+                "base": self.base, "commit": self.commit, "author": self.author, "created": self.created,
+                "reason": self.reason, **({"outcome": self.outcome} if self.outcome else {})}
+
+
+def trailers(message: str) -> dict[str, str]:
+    return {k: v.strip() for k, v in _TRAILER_RE.findall(message)}
+
+
+def new_proposal_id(memories: list[Memory]) -> str:
+    if len(memories) == 1:
+        return f"prop_{memories[0].id}"[:128]
+    return new_id().replace("mem_", "prop_", 1)
+
+
+# ------------------------------------------------------------------ create
+
+def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
+           remote: str = "origin", proposal_id: str | None = None) -> Proposal:
+    """Open a proposal branch for ``memories`` (caller holds the vault lock)."""
+    base = vault.head()
+    pid = proposal_id or new_proposal_id(memories)
+    branch = BRANCH_PREFIX + pid
+    if git.rev_parse(vault.root, f"refs/heads/{branch}") or _closed_ref(vault, pid):
+        raise Conflict(f"a proposal {pid} already exists; see 'memrepo proposals --all'")
+    memories = [m.evolve(proposal=pid, rollback_point=base) for m in memories]
+    _check_proposed(vault, memories)
+    card = review_card(vault, memories, reason=reason, base=base)
+    ids = ",".join(m.id for m in memories)
+    message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
+               f"{memories[0].meta['summary']}"[:100] + "\n\n" + card + "\n\n"
+               f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
+               f"Memrepo-Ids: {ids}\nMemrepo-Author: {memories[0].meta.get('author', '')}\n"
+               f"Memrepo-Reason: {reason}\n")
+    sha = git.fast_import_commit(vault.root, parent=base, changes={m.path: _bytes(m) for m in memories}, message=message)
+    git.update_ref(vault.root, f"refs/heads/{branch}", sha, None, f"memrepo: propose {pid}")
+    proposal = get(vault, pid)
+    if push:
+        push_proposal(vault, pid, remote=remote)
+    return proposal
+
+
+def _bytes(memory: Memory) -> bytes:
+    from memrepo.vault import render_bytes
+    return render_bytes(memory)
+
+
+def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
+    from memrepo.checks import check_memory
+    problems = []
+    for m in memories:
+        problems += check_memory(m, text=_bytes(m).decode("utf-8"))
+    rows = [Row.of(m) for m in memories]
+    problems += [p for p in check_rows(rows, Overlay(vault.catalog(), rows)) if p.field == "id"]
+    if problems:
+        raise InvalidMemory(problems, "no proposal was created")
+
+
+def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None) -> str:
+    """The five answers a reviewer needs (seed 000), as plain text."""
+    lines = ["Review card", "==========="]
+    for m in memories:
+        meta = m.meta
+        lines += [f"Memory {m.id} ({meta.get('layer')} {meta.get('kind')}, subject {meta.get('subject')}"
+                  + (f", fact {meta['fact']}" if meta.get("fact") else "") + f"): {meta.get('summary')}",
+                  f"  Risk: {meta.get('risk', 'high')}: {reason}",
+                  f"1. Triggered by: {meta.get('author', 'unknown')} (source: {meta.get('source')}"
+                  + (f", session {meta['session']}" if meta.get("session") else "") + ")",
+                  f"2. Supersedes: {_superseded_line(vault, m)}",
+                  "3. Evidence: " + ("; ".join(meta.get("evidence", ())) or "none given"),
+                  "4. Affects: " + ("; ".join(meta.get("affects", ())) or _default_affects(meta)),
+                  f"5. Rollback point: {base or 'the empty vault'} (main returns here if this is wrong)"]
+        if meta.get("links"):
+            lines.append("   Links: " + ", ".join(meta["links"]))
+    return "\n".join(lines)
+
+
+def _superseded_line(vault: Vault, memory: Memory) -> str:
+    target = memory.meta.get("supersedes")
+    if not target:
+        return "nothing (no active memory for this fact)"
+    try:
+        old = vault.get(target)
+    except NotFound:
+        return f"{target} (not found on main)"
+    return f"{old.id} (active): {old.meta.get('summary')}"
+
+
+def _default_affects(meta) -> str:
+    what = f"({meta.get('subject')}, {meta['fact']})" if meta.get("fact") else str(meta.get("subject"))
+    return f"what the agent recalls and does about {what} ({meta.get('kind')})"
+
+
+# ------------------------------------------------------------------ reading
+
+def _closed_ref(vault: Vault, pid: str) -> str | None:
+    return git.rev_parse(vault.root, APPLIED_PREFIX + pid) or git.rev_parse(vault.root, REJECTED_PREFIX + pid)
+
+
+def _refs(vault: Vault, pattern: str) -> list[tuple[str, str]]:
+    out = git.run(vault.root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.LogEntry]:
+    """The 'propose' commit at or below ``tip`` (push may have added one on top)."""
+    for entry in git.log(vault.root, tip, extra=["-n", "3"]):
+        found = trailers(entry.body)
+        if found.get("Memrepo-Action") == "propose":
+            return entry.commit, found, entry
+    raise InvalidMemory([], f"{tip[:12]} is not a memrepo proposal (no 'Memrepo-Action: propose' commit)")
+
+
+def _load(vault: Vault, pid: str, tip: str, status: str, branch: str, outcome: dict[str, str]) -> Proposal:
+    commit, found, entry = _proposal_commit(vault, tip)
+    return Proposal(id=pid, branch=branch, commit=commit, tip=tip, base=found.get("Memrepo-Base", ""),
+                    ids=tuple(filter(None, found.get("Memrepo-Ids", "").split(","))), status=status,
+                    author=found.get("Memrepo-Author", entry.author), created=entry.date,
+                    reason=found.get("Memrepo-Reason", ""), outcome=outcome)
+
+
+def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Proposal]:
+    """Open proposals (and, with ``include_closed``, applied and rejected ones)."""
+    found = [_load(vault, ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {})
+             for ref, sha in _refs(vault, "refs/heads/" + BRANCH_PREFIX)]
+    if include_closed:
+        for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
+            for ref, sha in _refs(vault, prefix):
+                pid = ref.removeprefix(prefix)
+                found.append(_closed(vault, pid, sha, status))
+    return sorted(found, key=lambda p: (p.created, p.id))
+
+
+def _closed(vault: Vault, pid: str, sha: str, status: str) -> Proposal:
+    entry = git.log(vault.root, sha, extra=["-n", "1"])[0]
+    t = trailers(entry.body)
+    outcome = {"by": t.get("Memrepo-Reviewer", entry.author), "at": entry.date,
+               "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", "")}
+    tip = entry.parents[-1] if status == "applied" else entry.parents[0]
+    return _load(vault, pid, tip, status, BRANCH_PREFIX + pid, {k: v for k, v in outcome.items() if v})
+
+
+def get(vault: Vault, ref: str) -> Proposal:
+    """An open or closed proposal by proposal id or by the id of a memory it carries."""
+    pid = ref.removeprefix(BRANCH_PREFIX)
+    sha = git.rev_parse(vault.root, f"refs/heads/{BRANCH_PREFIX}{pid}")
+    if sha:
+        return _load(vault, pid, sha, "open", BRANCH_PREFIX + pid, {})
+    for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
+        sha = git.rev_parse(vault.root, prefix + pid)
+        if sha:
+            return _closed(vault, pid, sha, status)
+    matches = [p for p in list_proposals(vault, include_closed=True) if ref in p.ids]
+    open_ = [p for p in matches if p.status == "open"]
+    if open_ or matches:
+        return (open_ or matches)[-1]
+    raise NotFound(f"no proposal {ref!r}; 'memrepo proposals --all' lists them")
+
+
+def memories_of(vault: Vault, proposal: Proposal) -> list[Memory]:
+    """The proposed memories as the proposal commit holds them."""
+    changes = git.diff_tree(vault.root, proposal.base or None, proposal.commit, ("memories", "archive"))
+    out = []
+    for ch in changes:
+        if ch.status != "D":
+            out.append(vault.read_at(proposal.commit, ch.path))
+    return out
+
+
+def card(vault: Vault, ref: str) -> str:
+    proposal = get(vault, ref)
+    entry = git.log(vault.root, proposal.commit, extra=["-n", "1"])[0]
+    body = entry.body.split("\n\nMemrepo-Action:")[0]
+    header = f"Proposal {proposal.id} [{proposal.status}] on branch {proposal.branch}\n"
+    if proposal.outcome:
+        header += "Outcome: " + ", ".join(f"{k} {v}" for k, v in proposal.outcome.items()) + "\n"
+    return header + "\n" + body.strip() + "\n"
+
+
+# ------------------------------------------------------------------ apply
+
+def _require_open(proposal: Proposal) -> None:
+    if proposal.status != "open":
+        raise Conflict(f"proposal {proposal.id} is already {proposal.status}"
+                       + (f" ({proposal.outcome.get('commit', '')[:12]})" if proposal.outcome else "")
+                       + "; nothing changed")
+
+
+def planned_writes(vault: Vault, proposal: Proposal, *, mode: str) -> list[Memory]:
+    """What applying writes on main: proposed memories active, superseded targets retired.
+
+    Raises Conflict when the state the proposal was reviewed against has moved on.
+    """
+    if mode not in MODES:
+        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    catalog = vault.catalog()
+    writes: list[Memory] = []
+    for memory in memories_of(vault, proposal):
+        meta = memory.meta
+        target = meta.get("supersedes")
+        if target:
+            _check_target_unchanged(vault, proposal, target)
+        current = [r for r in catalog.active_for(meta["subject"], meta["fact"]) if r.id != memory.id] if meta.get("fact") else []
+        if current and current[0].id != target:
+            raise Conflict(f"{current[0].id} became active for ({meta['subject']}, {meta['fact']}) after proposal "
+                           f"{proposal.id} was made (another proposal was applied first); review it again: "
+                           f"'memrepo reject {proposal.id} --why stale' and re-add against the new state")
+        now = now_iso()
+        if mode == "append" or not target:
+            if current:
+                raise Conflict(f"append would leave two active memories for ({meta['subject']}, {meta['fact']}); use --mode overwrite")
+            writes.append(memory.evolve(status="active", supersedes=None if mode == "append" else target, updated=now,
+                                        rollback_point=vault.head()))
+            continue
+        old = vault.get(target)
+        writes.append(memory.evolve(status="active", updated=now, rollback_point=vault.head()))
+        writes.append(old.evolve(status="superseded", superseded_by=memory.id, updated=now))
+    return writes
+
+
+def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> None:
+    base_path = vault.find_path(target, proposal.base) if proposal.base else None
+    now_path = vault.catalog().path_of(target)
+    if now_path is None:
+        raise Conflict(f"{target}, which proposal {proposal.id} supersedes, no longer exists on main; "
+                       f"re-review: 'memrepo reject {proposal.id} --why stale'")
+    before = git.run(vault.root, "rev-parse", f"{proposal.base}:{base_path}").strip() if base_path else None
+    after = git.run(vault.root, "rev-parse", f"{vault.main_ref}:{now_path}").strip()
+    if before != after:
+        changed = git.log(vault.root, f"{proposal.base}..{vault.main_ref}", paths=[now_path] + ([base_path] if base_path else []))
+        what = "; ".join(f"{e.commit[:12]} {e.subject}" for e in changed[:3]) or "its file differs"
+        raise Conflict(f"{target} changed since proposal {proposal.id} was made ({what}); "
+                       f"review it again: 'memrepo review {proposal.id}', then reject and re-propose")
+
+
+def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None) -> str:
+    """Merge a proposal into main as one merge commit; returns the merge commit id."""
+    vault.require_main_checkout()
+    with vault.lock():
+        proposal = get(vault, ref)
+        _require_open(proposal)
+        _check_branch_valid(vault, proposal)
+        writes = planned_writes(vault, proposal, mode=mode)
+        vault.check_new(writes)
+        reviewer = reviewer or git.identity(vault.root)[0]
+        message = (f"memrepo: apply {proposal.id} ({mode}): {writes[0].meta['summary']}"[:100]
+                   + f"\n\nApplied proposal {proposal.id} ({', '.join(proposal.ids)}).\n\n"
+                   f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n"
+                   f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n")
+        result = vault.commit(writes=writes, message=message, merge=[proposal.tip])
+        git.update_ref(vault.root, APPLIED_PREFIX + proposal.id, result.commit, None, f"memrepo: applied {proposal.id}")
+        git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
+    return result.commit
+
+
+def _check_branch_valid(vault: Vault, proposal: Proposal) -> None:
+    """A proposal branch edited by hand must still hold valid memory files."""
+    from memrepo.checks import check_bytes
+    problems = []
+    for ch in git.diff_tree(vault.root, proposal.base or None, proposal.tip, ("memories", "archive")):
+        if ch.status == "D":
+            continue
+        if ch.mode == "120000":
+            problems.append(_symlink_problem(ch.path))
+            continue
+        _memory, found = check_bytes(ch.path, git.read_blob(vault.root, ch.sha))
+        problems += found
+    if problems:
+        raise InvalidMemory(problems, f"proposal {proposal.id} holds invalid files; fix the branch or reject it (nothing was applied)")
+
+
+def _symlink_problem(path: str):
+    from memrepo.errors import Problem
+    return Problem(path, "(file)", "is a symlink; memories must be regular files")
+
+
+# ------------------------------------------------------------------ reject / push
+
+def reject(vault: Vault, ref: str, *, why: str, reviewer: str | None = None) -> str:
+    """Close a proposal without applying it; its history stays under refs/memrepo/rejected/."""
+    if not why.strip():
+        raise UsageError("say why the proposal is rejected (--why TEXT): the author and later reviewers read it")
+    with vault.lock():
+        proposal = get(vault, ref)
+        _require_open(proposal)
+        reviewer = reviewer or git.identity(vault.root)[0]
+        message = (f"memrepo: reject {proposal.id}\n\n{why.strip()}\n\nMemrepo-Action: reject\n"
+                   f"Memrepo-Proposal: {proposal.id}\nMemrepo-Reviewer: {reviewer}\nMemrepo-Why: {' '.join(why.split())}\n")
+        sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes={}, message=message)
+        git.update_ref(vault.root, REJECTED_PREFIX + proposal.id, sha, None, f"memrepo: rejected {proposal.id}")
+        git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
+    return sha
+
+
+def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
+    """Push the proposal branch (with its activation commit) so a pull request can be opened."""
+    proposal = get(vault, ref)
+    _require_open(proposal)
+    remotes = git.run(vault.root, "remote").split()
+    if remote not in remotes:
+        raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
+    if proposal.tip == proposal.commit:
+        _add_activation(vault, proposal)
+    try:
+        git.run(vault.root, "push", "--quiet", remote, f"refs/heads/{proposal.branch}:refs/heads/{proposal.branch}")
+    except GitError as e:
+        raise GitError(f"pushing {proposal.branch} to {remote} failed (nothing was forced): {e}") from None
+    return proposal.branch
+
+
+def _add_activation(vault: Vault, proposal: Proposal) -> None:
+    """Commit on the branch the statuses apply would write, so a forge merge equals apply."""
+    writes = planned_writes(vault, proposal, mode="overwrite")
+    changes = {m.path: _bytes(m) for m in writes}
+    message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
+               f"the memories become active and what they supersede becomes superseded.\n\n"
+               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
+    sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes=changes, message=message)
+    git.update_ref(vault.root, f"refs/heads/{proposal.branch}", sha, proposal.tip, f"memrepo: activate {proposal.id}")
+
+
+def pending_ids(proposals: Iterable[Proposal]) -> set[str]:
+    return {i for p in proposals for i in p.ids}
+
+
+def parse_date(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value)

@@ -1,0 +1,183 @@
+"""Provenance and rollback, answered from git history (seed 000: "why is this memory active?").
+
+* :func:`activation` finds the commit on main that made a memory active (its ``add`` commit, or
+  the ``apply`` merge of its proposal, or any hand commit that set ``status: active``).
+* :func:`rollback` reverts that commit the way ``git revert`` would (relative to main's first
+  parent for merges), keeps the undone memory as ``rolled_back`` for the record, and refuses
+  when later commits changed the same files.
+* :func:`fact_history` lists every version of a (subject, fact) that ever existed on main,
+  including versions later undone, by reading the blobs git kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memrepo import git
+from memrepo.catalog import MEMORY_ROOTS
+from memrepo.checks import check_bytes
+from memrepo.errors import Conflict, NotFound
+from memrepo.model import Memory, now_iso
+from memrepo.proposals import trailers
+from memrepo.vault import Vault
+
+
+def _file_glob(memory_id: str) -> str:
+    return f":(glob)**/{memory_id}.md"
+
+
+def _status_at(vault: Vault, rev: str, memory_id: str) -> tuple[str | None, Memory | None]:
+    path = vault.find_path(memory_id, rev) if rev else None
+    if path is None:
+        return None, None
+    memory, _ = check_bytes(path, git.read_blob(vault.root, f"{rev}:{path}"))
+    return (memory.meta.get("status") if memory else None), memory
+
+
+def activation(vault: Vault, memory_id: str) -> git.LogEntry:
+    """The newest commit on main after which this memory is active and before which it was not."""
+    vault.get(memory_id)
+    for entry in git.log(vault.root, vault.main_ref, paths=[_file_glob(memory_id)], extra=["--first-parent"]):
+        after, _ = _status_at(vault, entry.commit, memory_id)
+        before, _ = _status_at(vault, entry.parents[0], memory_id) if entry.parents else (None, None)
+        if after == "active" and before != "active":
+            return entry
+    raise NotFound(f"{memory_id} was never made active on {vault.main_branch}")
+
+
+@dataclass(frozen=True)
+class Why:
+    memory: Memory
+    activated_by: git.LogEntry
+    proposal: dict[str, Any] | None
+    superseded: Memory | None
+
+    def as_dict(self) -> dict[str, Any]:
+        m, e = self.memory.meta, self.activated_by
+        t = trailers(e.body)
+        return {
+            "id": self.memory.id, "status": m.get("status"), "summary": m.get("summary"),
+            "written_by": m.get("author"), "source": m.get("source"), "created": m.get("created"),
+            "risk": m.get("risk"), "risk_reason": m.get("risk_reason"),
+            "activated_in": e.commit, "activated_at": e.date, "committed_by": e.author,
+            "action": t.get("Memrepo-Action", "hand commit"),
+            "proposal": self.proposal, "applied_by": t.get("Memrepo-Reviewer"),
+            "supersedes": ({"id": self.superseded.id, "summary": self.superseded.meta.get("summary")}
+                           if self.superseded else None),
+            "evidence": list(m.get("evidence", ())), "rollback_point": e.parents[0] if e.parents else None,
+        }
+
+
+def why(vault: Vault, memory_id: str) -> Why:
+    memory = vault.get(memory_id)
+    entry = activation(vault, memory_id)
+    t = trailers(entry.body)
+    proposal = None
+    if t.get("Memrepo-Proposal"):
+        from memrepo import proposals
+        p = proposals.get(vault, t["Memrepo-Proposal"])
+        proposal = {"id": p.id, "proposed_by": p.author, "proposed_at": p.created, "reason": p.reason,
+                    "status": p.status}
+    old = None
+    if memory.meta.get("supersedes"):
+        _, old = _status_at(vault, entry.commit, memory.meta["supersedes"])
+    return Why(memory, entry, proposal, old)
+
+
+# ------------------------------------------------------------------ rollback
+
+def _changed(vault: Vault, entry: git.LogEntry) -> list[git.Change]:
+    parent = entry.parents[0] if entry.parents else None
+    return git.diff_tree(vault.root, parent, entry.commit, MEMORY_ROOTS)
+
+
+def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
+    """Undo the commit that made ``memory_id`` active; returns the new commit id."""
+    vault.require_main_checkout()
+    with vault.lock():
+        entry = activation(vault, memory_id)
+        changes = _changed(vault, entry)
+        paths = [c.path for c in changes]
+        later = git.log(vault.root, f"{entry.commit}..{vault.main_ref}", paths=paths, extra=["--first-parent"])
+        if later:
+            names = "; ".join(f"{e.commit[:12]} {e.subject}" for e in later[:5])
+            raise Conflict(f"later changes depend on {entry.commit[:12]} ({entry.subject}): {names}; "
+                           "roll those back first, or revert by hand")
+        parent = entry.parents[0]
+        writes, deletes = [], []
+        for ch in changes:
+            if ch.status == "A":
+                deletes.append(ch.path)
+            else:
+                writes.append(vault.read_at(parent, ch.path))
+        current = vault.get(memory_id)
+        if current.path in deletes:
+            deletes.remove(current.path)
+            writes.append(current.evolve(status="rolled_back", updated=now_iso()))
+        vault.check_new(writes, deleted=[])
+        message = (f"memrepo: rollback {memory_id}: revert {entry.commit[:12]}\n\n"
+                   f"This reverts commit {entry.commit} ({entry.subject}).\n"
+                   + (f"\n{reason.strip()}\n" if reason.strip() else "")
+                   + f"\nMemrepo-Action: rollback\nMemrepo-Id: {memory_id}\nMemrepo-Reverts: {entry.commit}\n")
+        return vault.commit(writes=writes, deletes=deletes, message=message).commit
+
+
+# ------------------------------------------------------------------ history
+
+@dataclass(frozen=True)
+class Version:
+    id: str
+    status: str | None
+    summary: str | None
+    commit: str
+    date: str
+    change: str      # what the commit did to this file (A, M, D)
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def fact_history(vault: Vault, subject: str, fact: str) -> list[Version]:
+    """Every version of (subject, fact) that ever existed on main, oldest first."""
+    fact_lines = git.run(vault.root, "log", vault.main_ref, "--format=", "--name-only", "--no-renames",
+                         "--first-parent", "--diff-merges=first-parent",
+                         f"-G^fact: \"?{_regex_escape(fact)}\"?$", "--", *MEMORY_ROOTS)
+    ids = sorted({p.rsplit("/", 1)[-1][:-3] for p in fact_lines.splitlines() if p.endswith(".md")})
+    if not ids:
+        return []
+    out = git.run(vault.root, "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
+                  "--first-parent", "--diff-merges=first-parent",
+                  "--format=\x1e%H\x1f%aI\x1f%s", vault.main_ref, "--", *[_file_glob(i) for i in ids])
+    versions = []
+    for record in filter(None, out.split("\x1e")):
+        head, *raw = record.strip("\n").split("\n")
+        commit, date, subject_line = head.split("\x1f")
+        for line in filter(None, raw):
+            meta, path = line.split("\t", 1)
+            sha, status = meta.split()[3], meta.split()[4][0]
+            versions.append(_version(vault, commit, date, subject_line, path, sha, status))
+    return [v for v in versions if v is not None and (v.status is not None or v.change == "D")
+            and _matches(vault, v, subject, fact)]
+
+
+def _version(vault: Vault, commit, date, message, path, sha, change) -> Version | None:
+    memory_id = path.rsplit("/", 1)[-1][:-3]
+    if change == "D":
+        return Version(memory_id, None, None, commit, date, change, message)
+    memory, _ = check_bytes(path, git.read_blob(vault.root, sha))
+    if memory is None:
+        return None
+    m = memory.meta
+    version = Version(memory_id, m.get("status"), m.get("summary"), commit, date, change, message)
+    object.__setattr__(version, "_key", (m.get("subject"), m.get("fact")))
+    return version
+
+
+def _matches(vault: Vault, version: Version, subject: str, fact: str) -> bool:
+    key = getattr(version, "_key", None)
+    return key is None or key == (subject, fact)
+
+
+def _regex_escape(text: str) -> str:
+    return "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in text)

@@ -1,0 +1,150 @@
+"""Validation of a vault: the whole working tree, some paths, or what is staged for a commit.
+
+The pre-commit hook uses :func:`check_staged`, which reads only the staged memory files and
+looks everything else up in the catalog (synced to HEAD), so a one-file commit stays fast in a
+vault of 100,000 memories.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from memrepo import git, risk
+from memrepo.catalog import MEMORY_ROOTS
+from memrepo.checks import Overlay, Row, RowSet, check_bytes, check_rows
+from memrepo.errors import Problem
+from memrepo.model import is_memory_path
+from memrepo.vault import Vault
+
+
+def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem]]:
+    path = vault.root / rel
+    if path.is_symlink():
+        return None, [Problem(rel, "(file)", "is a symlink; memories must be regular files inside the vault (replace the link with the file)")]
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        return None, [Problem(rel, "(file)", f"cannot be read: {e.strerror}")]
+    memory, problems = check_bytes(rel, data)
+    return (Row.of(memory) if memory is not None and isinstance(memory.meta.get("id"), str) else None), problems
+
+
+def tree_paths(vault: Vault) -> list[str]:
+    """Every file under memories/ and archive/ in the working tree (links not followed)."""
+    found = []
+    for top in MEMORY_ROOTS:
+        for dirpath, dirnames, filenames in os.walk(vault.root / top):
+            rel_dir = Path(dirpath).relative_to(vault.root).as_posix()
+            for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                if not name.startswith("."):
+                    found.append(f"{rel_dir}/{name}")
+    return sorted(found)
+
+
+def validate_tree(vault: Vault) -> list[Problem]:
+    """Every problem in the working tree's memory files, per file and across files."""
+    rows, problems = [], []
+    for rel in tree_paths(vault):
+        if not rel.endswith(".md"):
+            problems.append(Problem(rel, "(file)", "only <id>.md memory files belong here; move it out of memories/ and archive/"))
+            continue
+        row, found = _read_disk(vault, rel)
+        problems += found
+        if row is not None:
+            rows.append(row)
+    view = RowSet(rows)
+    problems += check_rows(rows, view)
+    return sorted(set(problems))
+
+
+def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
+    """Problems of the given files, checked against the rest of the vault as committed."""
+    rows, problems, seen = [], [], []
+    for given in paths:
+        p = Path(given)
+        absolute = p if p.is_absolute() else Path.cwd() / p
+        try:
+            rel = Path(os.path.normpath(absolute)).relative_to(vault.root).as_posix()
+        except ValueError:
+            problems.append(Problem(str(given), "(file)", f"is outside the vault {vault.root}"))
+            continue
+        if (vault.root / rel).is_dir():
+            seen += [q for q in tree_paths(vault) if q.startswith(rel.rstrip("/") + "/") or rel == "."]
+        else:
+            seen.append(rel)
+    for rel in sorted(set(seen)):
+        if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
+            problems.append(Problem(rel, "(file)", "does not exist"))
+            continue
+        row, found = _read_disk(vault, rel)
+        problems += found
+        if row is not None:
+            rows.append(row)
+    problems += check_rows(rows, Overlay(vault.catalog(), rows))
+    return sorted(set(problems))
+
+
+def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str | None = None) -> list[Problem]:
+    """What the pre-commit hook checks: the staged memory files and every invariant they touch."""
+    head = git.rev_parse(vault.root, "HEAD")
+    if head is None:
+        return []
+    catalog = vault.catalog(sync=False)
+    catalog.sync(head)
+    changes = git.diff_index(vault.root, "HEAD", cached=True, paths=MEMORY_ROOTS, index_file=index_file)
+    rows, problems, deleted_paths = [], [], []
+    with git.BlobReader(vault.root) as reader:
+        for ch in changes:
+            if ch.status == "D":
+                deleted_paths.append(ch.path)
+                continue
+            if ch.mode == "120000":
+                problems.append(Problem(ch.path, "(file)", "is a symlink; memories must be regular files inside the vault"))
+                continue
+            if ch.path.rsplit("/", 1)[-1].startswith("."):
+                continue
+            if not is_memory_path(ch.path):
+                problems.append(Problem(ch.path, "(file)", "only <id>.md memory files belong under memories/ and archive/"))
+                continue
+            memory, found = check_bytes(ch.path, reader.read(ch.sha))
+            problems += found
+            if memory is not None and isinstance(memory.meta.get("id"), str):
+                rows.append((Row.of(memory), memory))
+    deleted = [r for p in deleted_paths for r in catalog._rows("path=?", (p,))]
+    overlay = Overlay(catalog, [r for r, _ in rows], deleted_paths)
+    problems += check_rows([r for r, _ in rows], overlay, deleted=deleted)
+    problems += _check_review_gate(vault, catalog, rows, merge_head)
+    return sorted(set(problems))
+
+
+def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> list[Problem]:
+    """Invariant 4: a high-risk memory becomes active on main only through a proposal."""
+    if git.head_ref(vault.root) != vault.main_ref:
+        return []
+    via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
+    problems = []
+    for row, memory in rows:
+        if row.status != "active" or row.id in via_proposal:
+            continue
+        before = catalog.with_id(row.id)
+        if before and before[0].status == "active":
+            continue  # already active: an edit of an applied memory, not a new activation
+        view = Overlay(catalog, [], [r.path for r in catalog.with_id(row.id)])
+        decision = risk.assess(memory.meta, view, vault.config)
+        if decision.high:
+            problems.append(Problem(row.path, "status", (
+                f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
+                "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
+                "deliberately with 'git commit --no-verify'")))
+    return problems
+
+
+def _proposal_ids(vault: Vault, merge_head: str) -> set[str]:
+    from memrepo.proposals import trailers
+    ids: set[str] = set()
+    for entry in git.log(vault.root, f"HEAD..{merge_head}"):
+        t = trailers(entry.body)
+        if t.get("Memrepo-Action") in ("propose", "activate") and t.get("Memrepo-Ids"):
+            ids.update(t["Memrepo-Ids"].split(","))
+    return ids

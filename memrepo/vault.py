@@ -1,0 +1,264 @@
+"""The vault: finding it, creating it, and the one write path every change goes through.
+
+Write order is file -> git -> derived state, under the vault lock: a crash can at worst leave
+the derived catalog or index stale, and both catch up from git on their next use. Commits are
+built with ``git fast-import`` onto the branch tip and the branch moves by compare-and-swap,
+so the user's staged work is never swept into a memrepo commit and no commit is ever lost.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from memrepo import config as config_mod
+from memrepo import document, git, schema
+from memrepo.catalog import MEMORY_ROOTS, Catalog
+from memrepo.checks import Overlay, Row, check_bytes, check_memory, check_rows
+from memrepo.errors import Conflict, InvalidMemory, MemrepoError, NotFound, UsageError, VaultExists, VaultNotFound
+from memrepo.lock import locked
+from memrepo.model import Memory, is_memory_path, is_valid_id
+from memrepo.resources import resource
+
+MARKER = ".memrepo"
+ENV_VAULT = "MEMREPO_VAULT"
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    commit: str
+    paths: tuple[str, ...]
+
+
+def render_bytes(memory: Memory) -> bytes:
+    return document.render(dict(memory.meta), memory.body, schema.field_order()).encode("utf-8")
+
+
+def find_root(start: Path | None = None, explicit: str | os.PathLike | None = None) -> Path:
+    """The vault for ``--vault``/``MEMREPO_VAULT``, else the nearest one at or above ``start``."""
+    given = explicit or os.environ.get(ENV_VAULT)
+    if given:
+        root = Path(given).expanduser().resolve()
+        if not (root / MARKER).is_dir():
+            raise VaultNotFound(f"{root} is not a memrepo vault (no {MARKER}/ folder); create one with 'memrepo init {root}'")
+        return root
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / MARKER).is_dir() and (candidate / ".git").exists():
+            return candidate
+    raise VaultNotFound(f"no memrepo vault at or above {here}; run 'memrepo init PATH', or pass --vault PATH / set {ENV_VAULT}")
+
+
+class Vault:
+    """A memory vault: a git work tree holding ``memories/``, ``archive/`` and ``.memrepo/``."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.state_dir = self.root / MARKER / "state"
+        self.index_dir = self.root / MARKER / "index"
+        self._catalog: Catalog | None = None
+        self._config: config_mod.Config | None = None
+
+    # ---------------------------------------------------------- opening
+
+    @classmethod
+    def find(cls, start: Path | None = None, explicit: str | os.PathLike | None = None) -> "Vault":
+        return cls(find_root(start, explicit))
+
+    @classmethod
+    def init(cls, path: str | os.PathLike, *, install_hooks: bool = True) -> "Vault":
+        """Create a vault at ``path`` from the template: git repo on ``main``, one commit, hooks."""
+        root = Path(path).expanduser().resolve()
+        _refuse_occupied(root)
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(resource("template-vault"), root, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        git.init(root)
+        git.run(root, "add", "-A")
+        name, email = git.identity(root)
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+        git.run(root, "commit", "-q", "--no-verify", "-m", "memrepo: create vault", env=env)
+        vault = cls(root)
+        if install_hooks:
+            from memrepo import hooks
+            hooks.install(root)
+        return vault
+
+    @property
+    def config(self) -> config_mod.Config:
+        if self._config is None:
+            self._config = config_mod.load(self.root)
+        return self._config
+
+    @property
+    def main_branch(self) -> str:
+        return str(self.config.get("vault", "main_branch", "main"))
+
+    @property
+    def main_ref(self) -> str:
+        return f"refs/heads/{self.main_branch}"
+
+    def head(self) -> str | None:
+        """The tip of the main branch."""
+        return git.rev_parse(self.root, self.main_ref)
+
+    def catalog(self, *, sync: bool = True) -> Catalog:
+        """The derived catalog, caught up with the main branch."""
+        if self._catalog is None:
+            self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
+        if sync:
+            self._catalog.sync(self.head())
+        return self._catalog
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
+
+    def __enter__(self) -> "Vault":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def lock(self):
+        timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
+        return locked(git.git_path(self.root, "memrepo.lock"), timeout=timeout, what=f"vault {self.root}")
+
+    # ---------------------------------------------------------- reading
+
+    def get(self, memory_id: str, *, rev: str | None = None) -> Memory:
+        """The memory with this id on the main branch (or at ``rev``)."""
+        if not is_valid_id(memory_id):
+            raise UsageError(f"{memory_id!r} is not a valid memory id (letters, digits, '_', '.', '-')")
+        if rev is None:
+            path = self.catalog().path_of(memory_id)
+            rev = self.main_ref
+        else:
+            path = self.find_path(memory_id, rev)
+        if path is None:
+            raise NotFound(f"no memory {memory_id!r} in {self.root}; 'memrepo list' shows what exists")
+        return self.read_at(rev, path)
+
+    def find_path(self, memory_id: str, rev: str) -> str | None:
+        entries = git.ls_tree(self.root, rev, MEMORY_ROOTS)
+        return next((e.path for e in entries if e.path.rsplit("/", 1)[-1] == f"{memory_id}.md"), None)
+
+    def read_at(self, rev: str, path: str) -> Memory:
+        data = git.read_blob(self.root, f"{rev}:{path}")
+        memory, problems = check_bytes(path, data)
+        if memory is None:
+            raise InvalidMemory(problems)
+        return memory
+
+    def list(self, **filters: str | None) -> list[dict]:
+        return self.catalog().query(**filters)
+
+    def history(self, memory_id: str) -> list[git.LogEntry]:
+        """Every commit on main that touched this memory's file, newest first."""
+        self.get(memory_id)  # NotFound / invalid id first, with a clear message
+        return git.log(self.root, self.main_ref, paths=[f":(glob)**/{memory_id}.md"])
+
+    # ---------------------------------------------------------- writing
+
+    def check_new(self, memories: list[Memory], *, deleted: Iterable[Row] = (), view=None) -> None:
+        """Raise InvalidMemory unless these memories can be written as one change."""
+        problems = []
+        for memory in memories:
+            problems += check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        rows = [Row.of(m) for m in memories]
+        deleted = list(deleted)
+        overlay = Overlay(view if view is not None else self.catalog(), rows, [r.path for r in deleted])
+        problems += check_rows(rows, overlay, deleted=deleted)
+        if problems:
+            raise InvalidMemory(sorted(set(problems)), "nothing was written")
+
+    def commit(self, *, writes: Iterable[Memory] = (), deletes: Iterable[str] = (), message: str,
+               branch: str | None = None, parent: str | None = None, merge: Iterable[str] = (),
+               expect: str | None = None) -> CommitResult:
+        """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip."""
+        writes, deletes = list(writes), list(deletes)
+        ref = f"refs/heads/{branch or self.main_branch}"
+        old = git.rev_parse(self.root, ref)
+        if expect is not None and old != expect:
+            raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
+        checked_out = git.head_ref(self.root) == ref
+        paths = [m.path for m in writes] + deletes
+        if checked_out:
+            self._refuse_dirty(paths)
+        changes: dict[str, bytes | None] = {p: None for p in deletes}
+        changes.update({m.path: render_bytes(m) for m in writes})
+        sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge)
+        git.update_ref(self.root, ref, sha, old, f"memrepo: {message.splitlines()[0]}")
+        if checked_out:
+            self._update_checkout(changes)
+        if ref == self.main_ref and self._catalog is not None:
+            self._catalog.record(writes, deletes, old, sha)
+        return CommitResult(sha, tuple(sorted(changes)))
+
+    def _refuse_dirty(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        dirty = git.status_porcelain(self.root, paths)
+        if dirty:
+            names = ", ".join(sorted({d[3:] for d in dirty}))
+            raise Conflict(f"uncommitted changes in {names}; commit or discard them first (nothing was written)")
+
+    def _update_checkout(self, changes: dict[str, bytes | None]) -> None:
+        for path, payload in changes.items():
+            target = self.root / path
+            if payload is None:
+                target.unlink(missing_ok=True)
+                _prune_empty_dirs(target.parent, self.root)
+            else:
+                atomic_write(target, payload)
+        git.update_index(self.root, changes)
+
+    def require_main_checkout(self) -> None:
+        """Writes go to main; refuse a detached HEAD or another branch checked out."""
+        head = git.head_ref(self.root)
+        if head is None:
+            raise Conflict(f"HEAD is detached in {self.root}; run 'git switch {self.main_branch}' first")
+        if head != self.main_ref:
+            raise Conflict(f"{head.removeprefix('refs/heads/')} is checked out; memrepo writes to {self.main_branch}: run 'git switch {self.main_branch}' first")
+        if self.head() is None:
+            raise MemrepoError(f"{self.main_branch} has no commits; was the vault created with 'memrepo init'?")
+
+
+def atomic_write(target: Path, payload: bytes) -> None:
+    """Write via a temp file and ``os.replace``: readers see the old file or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink():
+        raise Conflict(f"{target} is a symlink; memrepo never writes through links")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _prune_empty_dirs(folder: Path, root: Path) -> None:
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def _refuse_occupied(root: Path) -> None:
+    if (root / MARKER).exists():
+        raise VaultExists(f"{root} already holds a memrepo vault; use it, or pick another path")
+    if root.exists() and not root.is_dir():
+        raise VaultExists(f"{root} is a file; pick a directory path")
+    if root.is_dir() and any(root.iterdir()):
+        raise VaultExists(f"{root} is not empty and is not a vault; pick an empty or new directory")
+
+
+def is_vault_file(path: str) -> bool:
+    return is_memory_path(path)
