@@ -274,6 +274,70 @@ def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...),
                                   for v in versions) or f"no versions of ({subject}, {fact})")
 
 
+# ------------------------------------------------------------------ search
+
+@app.command()
+def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * quotes and parentheses are plain text."),
+           limit: int = typer.Option(10, "--limit", "-k", min=1, help="Most hits to return."),
+           subject: Optional[str] = typer.Option(None), layer: Optional[str] = typer.Option(None),
+           kind: Optional[str] = typer.Option(None), tag: Optional[str] = typer.Option(None),
+           since: Optional[str] = typer.Option(None, help="Only memories created on/after this ISO date."),
+           deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
+           include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
+           advanced: bool = typer.Option(False, "--advanced", help="Treat QUERY as Whoosh query syntax."),
+           queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL batch: one {query, qid?, filters...} per line."),
+           session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
+           log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
+           as_json: bool = JsonOpt):
+    """Search active memories (best first); says so honestly when nothing is relevant."""
+    from memrepo import search as svc
+    with _vault() as vault:
+        if queries is not None:
+            batch = svc.read_queries(queries)
+            results, report = svc.search_many(vault, [q for _, q in batch], session=session, log_recalls=log_recalls)
+            if report.notice:
+                typer.echo(f"notice: {report.notice}", err=True)
+            for (qid, _), result in zip(batch, results):
+                typer.echo(json.dumps({"qid": qid, **svc.result_dict(result)}, ensure_ascii=False))
+            return
+        if query is None:
+            raise typer.BadParameter("give a QUERY or --queries FILE")
+        filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
+                       deep=deep, history=include_history, advanced=advanced)
+        result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
+    if report.notice:
+        typer.echo(f"notice: {report.notice}", err=True)
+    if as_json:
+        _out(svc.result_dict(result), True)
+        return
+    if result.nothing_relevant:
+        typer.echo("nothing relevant")
+        return
+    for i, h in enumerate(result.hits, start=1):
+        typer.echo(f"{i:>2}. {h.id}  {h.score:.3f}  {h.layer} {h.subject}{' ' + h.fact if h.fact else ''} [{h.status}]\n"
+                   f"    {h.summary}\n    {h.snippet}")
+
+
+@app.command()
+def reindex(as_json: bool = JsonOpt):
+    """Rebuild the search index from the memory files."""
+    from memrepo import search as svc
+    with _vault() as vault:
+        count = svc.rebuild(vault, progress=_progress("reindex"))
+    _out({"indexed": count}, as_json, f"indexed {count} memories")
+
+
+@app.command()
+def useful(memory_id: str = typer.Argument(..., metavar="ID"),
+           session: Optional[str] = typer.Option(None, help="Session that found it useful."),
+           as_json: bool = JsonOpt):
+    """Mark a recalled memory as useful: it ranks higher next time (heat)."""
+    from memrepo import search as svc
+    with _vault() as vault:
+        svc.mark_useful(vault, memory_id, session=session)
+    _out({"id": memory_id, "useful": True}, as_json, f"marked {memory_id} useful")
+
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")

@@ -1,0 +1,226 @@
+"""Search service: keeps the derived index in step with git, then asks it.
+
+Before every search the index catches up by itself: git says which memory files changed
+between the commit the index reflects and HEAD (a memrepo write, a hand commit, a revert, a
+merge or a checkout of another branch alike), plus uncommitted edits in the working tree;
+only those files are re-read. A missing or corrupt index is rebuilt with a notice.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from memrepo import git
+from memrepo.catalog import MEMORY_ROOTS
+from memrepo.document import DocumentError, load_bytes
+from memrepo.errors import Busy, MemrepoError, UsageError
+from memrepo.model import is_memory_path
+from memrepo.vault import Vault
+
+QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced")
+DIRTY_FILE = "dirty.json"
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    rebuilt: bool
+    updated: int
+    deleted: int
+    notice: str | None = None
+
+
+def _index(vault: Vault):
+    from memrepo.index import MemoryIndex
+    return MemoryIndex(vault.index_dir, stats=stats(vault))
+
+
+def stats(vault: Vault):
+    from memrepo.stats import Stats
+    vault.state_dir.mkdir(parents=True, exist_ok=True)
+    return Stats(vault.state_dir / "stats.sqlite")
+
+
+def _doc(path: str, data: bytes):
+    """The index document of one memory file, or None when the file cannot be read."""
+    from memrepo.index import IndexDoc
+    try:
+        parsed = load_bytes(data, path)
+    except DocumentError:
+        return None
+    m = parsed.meta
+    if not isinstance(m.get("id"), str):
+        return None
+    def tup(key):
+        value = m.get(key) or ()
+        return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    weight = m.get("weight")
+    return IndexDoc(id=m["id"], path=path, layer=str(m.get("layer", "")), kind=str(m.get("kind", "")),
+                    subject=str(m.get("subject", "")), fact=m.get("fact"), status=str(m.get("status", "")),
+                    summary=str(m.get("summary", "")), body=parsed.body, tags=tup("tags"),
+                    created=m.get("created"), updated=m.get("updated"), links=tup("links"),
+                    weight=float(weight) if isinstance(weight, (int, float)) else None, scope=m.get("scope"))
+
+
+def _read_worktree(vault: Vault, path: str):
+    target = vault.root / path
+    if target.is_symlink() or not target.is_file():
+        return None
+    try:
+        return _doc(path, target.read_bytes())
+    except OSError:
+        return None
+
+
+def _dirty_paths(vault: Vault) -> set[str]:
+    """Memory files that differ from HEAD in the working tree (edited, staged, new, deleted)."""
+    out = git.run(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                  "--", *MEMORY_ROOTS)
+    return {rec[3:] for rec in out.split("\0") if len(rec) > 3 and is_memory_path(rec[3:])}
+
+
+def _load_dirty(vault: Vault) -> set[str]:
+    try:
+        return set(json.loads((vault.index_dir / DIRTY_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return set()
+
+
+def _save_dirty(vault: Vault, paths: set[str]) -> None:
+    from memrepo.vault import atomic_write
+    atomic_write(vault.index_dir / DIRTY_FILE, json.dumps(sorted(paths)).encode())
+
+
+def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
+    """Rebuild the index from the working tree's memory files (``memrepo reindex``)."""
+    from memrepo.validate import tree_paths
+    head = git.rev_parse(vault.root, "HEAD")
+    paths = [p for p in tree_paths(vault) if is_memory_path(p)]
+    docs = (d for d in (_read_worktree(vault, p) for p in paths) if d is not None)
+    total = len(paths)
+    count = _with_index_errors(lambda: _index(vault).rebuild(
+        docs, commit=head, progress=(lambda n: progress(n, total)) if progress else None))
+    _save_dirty(vault, _dirty_paths(vault) if head else set())
+    return count
+
+
+def sync(vault: Vault) -> SyncReport:
+    """Bring the index to HEAD plus uncommitted memory edits, reading only changed files."""
+    index = _index(vault)
+    head = git.rev_parse(vault.root, "HEAD")
+    if not index.exists():
+        notice = "search index missing or unreadable: rebuilding it from the memory files"
+        return SyncReport(True, rebuild(vault), 0, notice)
+    indexed = index.indexed_commit()
+    changed: set[str] = set()
+    if indexed != head:
+        try:
+            changed = {c.path for c in git.diff_tree(vault.root, indexed, head, MEMORY_ROOTS)} if head else set()
+        except MemrepoError:  # the indexed commit is gone (e.g. a new clone): start over
+            return SyncReport(True, rebuild(vault), 0, "search index was for an unknown commit: rebuilt")
+    dirty_now = _dirty_paths(vault)
+    todo = changed | dirty_now | _load_dirty(vault)
+    if not todo and indexed == head:
+        return SyncReport(False, 0, 0)
+    upserts, deletes = [], []
+    for path in sorted(todo):
+        doc = _read_worktree(vault, path) if is_memory_path(path) else None
+        (upserts.append(doc) if doc else deletes.append(path.rsplit("/", 1)[-1][:-3]))
+    live = {d.id for d in upserts}
+    deletes = [d for d in deletes if d not in live]
+    _with_index_errors(lambda: index.update(upserts=upserts, deletes=deletes, commit=head))
+    _save_dirty(vault, dirty_now)
+    if deletes:
+        forget(vault, [d for d in deletes if vault.catalog().path_of(d) is None])
+    return SyncReport(False, len(upserts), len(deletes))
+
+
+def forget(vault: Vault, ids: Iterable[str]) -> None:
+    """A deleted memory leaves every derived store (statistics; the index drops it on sync)."""
+    ids = list(ids)
+    if ids:
+        s = stats(vault)
+        for memory_id in ids:
+            s.forget(memory_id)
+
+
+def _with_index_errors(fn):
+    from memrepo.index import IndexBusy, IndexCorrupt
+    try:
+        return fn()
+    except IndexBusy as e:
+        raise Busy(f"{e}; retry in a moment") from None
+    except IndexCorrupt as e:
+        raise MemrepoError(f"{e} ('memrepo reindex')") from None
+
+
+def make_query(text: str, **filters: Any):
+    from memrepo.index import SearchQuery
+    unknown = set(filters) - set(QUERY_FILTERS)
+    if unknown:
+        raise UsageError(f"unknown search option(s): {', '.join(sorted(unknown))}; use {', '.join(QUERY_FILTERS)}")
+    if not isinstance(text, str):
+        raise UsageError("'query' must be a string")
+    clean = {k: v for k, v in filters.items() if v is not None}
+    if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
+        raise UsageError("'limit' must be a positive integer")
+    return SearchQuery(text=text, **clean)
+
+
+def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
+    """Run queries after a sync; optionally log the results as recalls of ``session``."""
+    from memrepo.index import IndexCorrupt
+    report = sync(vault)
+    index = _index(vault)
+    try:
+        results = index.search_many(queries)
+    except IndexCorrupt:
+        report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
+        results = _index(vault).search_many(queries)
+    if log_recalls and session:
+        s = stats(vault)
+        for result in results:
+            s.record_recall(session, result.query, [h.id for h in result.hits])
+    return results, report
+
+
+def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
+    results, report = search_many(vault, [make_query(text, **filters)], session=session, log_recalls=log_recalls)
+    return results[0], report
+
+
+def hit_dict(hit) -> dict[str, Any]:
+    data = asdict(hit)
+    data["tags"] = list(data.get("tags") or ())
+    return data
+
+
+def result_dict(result) -> dict[str, Any]:
+    return {"query": result.query, "hits": [hit_dict(h) for h in result.hits],
+            "nothing_relevant": result.nothing_relevant, "intent": result.intent}
+
+
+def read_queries(path: Path) -> list[tuple[Any, Any]]:
+    """(qid, SearchQuery) per line of a batch file; a bad line raises with its number."""
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or "query" not in record:
+                raise ValueError("each line must be an object with a 'query'")
+            qid = record.pop("qid", None)
+            text = record.pop("query")
+            record.pop("session", None)
+            out.append((qid, make_query(text, **record)))
+        except (ValueError, UsageError) as e:
+            raise UsageError(f"{path}:line {n}: {e}") from None
+    return out
+
+
+def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> None:
+    """Record that a recalled memory helped (heat; the strongest signal)."""
+    vault.get(memory_id)
+    stats(vault).mark_useful(memory_id, session=session)
