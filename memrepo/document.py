@@ -10,6 +10,7 @@ order with a fixed quoting style, so ``render(parse(render(x))) == render(x)`` b
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -152,14 +153,30 @@ def _quoted(text: str) -> str:
     return _UNSAFE_IN_QUOTES.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
+def _float(value: float) -> str:
+    """A float as YAML 1.1 reads it back as a float: '1e-05' would come back as text."""
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    mantissa, _, exponent = text.partition("e")
+    if exponent:
+        mantissa = mantissa if "." in mantissa else mantissa + ".0"
+        text = f"{mantissa}e{exponent if exponent[0] in '+-' else '+' + exponent}"
+    return text
+
+
 def scalar(value: Any) -> str:
     """One YAML scalar in canonical style (plain when unambiguous, else JSON double quotes)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
     text = str(value)
     return text if _is_plain_safe(text) else _quoted(text)
 

@@ -1,0 +1,44 @@
+"""Shared fixtures: every test runs with its own HOME, git identity and real temporary vaults."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memrepo.vault import Vault
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    """No test reads or writes the real HOME, git config or vault environment."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    for key in ("MEMREPO_VAULT", "MEMREPO_AUTHOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(key, raising=False)
+    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+    subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
+    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+    monkeypatch.setenv("MEMREPO_LOCK_TIMEOUT", "10")
+    yield
+
+
+@pytest.fixture
+def vault(tmp_path) -> Vault:
+    """A fresh vault made by ``memrepo init`` in a temporary directory."""
+    v = Vault.init(tmp_path / "vault")
+    yield v
+    v.close()
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a person would; raise on failure."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}{proc.stdout}")
+    return proc.stdout
