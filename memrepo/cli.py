@@ -221,11 +221,12 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
 @app.command()
 def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
+          only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
           as_json: bool = JsonOpt):
     """Apply a proposal: one merge commit on main."""
     from memrepo import proposals
     with _vault() as vault:
-        commit = proposals.apply(vault, proposal_id, mode=mode)
+        commit = proposals.apply(vault, proposal_id, mode=mode, only=only or None)
     _out({"proposal": proposal_id, "commit": commit, "mode": mode}, as_json,
          f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'")
 
@@ -336,6 +337,108 @@ def useful(memory_id: str = typer.Argument(..., metavar="ID"),
     with _vault() as vault:
         svc.mark_useful(vault, memory_id, session=session)
     _out({"id": memory_id, "useful": True}, as_json, f"marked {memory_id} useful")
+
+
+# ------------------------------------------------------------------ lifecycle
+
+NowOpt = typer.Option(None, "--now", help="Pretend today is YYYY-MM-DD (reproducible runs).")
+
+
+@app.command()
+def distill(now: Optional[str] = NowOpt,
+            promote: bool = typer.Option(False, "--promote", help="Promote recurring L2 patterns to L3 candidates instead."),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
+            as_json: bool = JsonOpt):
+    """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
+    from memrepo import lifecycle
+    with _vault() as vault:
+        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+    lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
+    lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
+    lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
+    if report.proposal:
+        lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
+    _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
+
+
+@app.command()
+def decay(now: Optional[str] = NowOpt,
+          dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
+          as_json: bool = JsonOpt):
+    """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
+    from memrepo import lifecycle
+    with _vault() as vault:
+        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+    lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
+             f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
+    if report.commit:
+        lines.append(f"archived {len(report.archived)} in {report.commit[:12]} (git revert it to undo)")
+    if report.proposal:
+        lines.append(f"deletion candidates on proposal {report.proposal}")
+    _out(report.as_dict(), as_json, "\n".join(lines) or "nothing to archive")
+
+
+@app.command()
+def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
+    """Monthly clean-up: expired memories are demoted to L1 or archived."""
+    from memrepo import lifecycle
+    with _vault() as vault:
+        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+    _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
+         or "nothing expired")
+
+
+@app.command()
+def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="Show this memory's neighbours."),
+          export: Optional[Path] = typer.Option(None, "--export", help="Write the whole graph to FILE."),
+          fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
+          as_json: bool = JsonOpt):
+    """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
+    from memrepo import lifecycle
+    if memory_id is None and export is None:
+        raise typer.BadParameter("give an ID or --export FILE")
+    with _vault() as vault:
+        g, _ = lifecycle.build_graph(vault)
+        if memory_id is not None:
+            vault.get(memory_id)
+    if export is not None:
+        kind = fmt or ("dot" if export.suffix in (".dot", ".gv") else "graphml")
+        if kind not in ("graphml", "dot"):
+            raise typer.BadParameter("--format must be graphml or dot")
+        (g.to_dot if kind == "dot" else g.to_graphml)(export)
+        typer.echo(f"wrote {len(g.nodes)} memories and {len(g.edges)} edges to {export} ({kind})", err=as_json)
+    if memory_id is not None:
+        rows = [{"id": n.id, "direction": n.direction, "kind": n.kind, "strength": n.strength} for n in g.neighbours(memory_id)]
+        _out(rows, as_json, "\n".join(f"{'<-' if r['direction'] == 'in' else '->'} {r['id']} ({r['kind']}, {r['strength']:.2f})"
+                                     for r in rows) or f"{memory_id} has no neighbours")
+
+
+@app.command()
+def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--quiet", help="Print only when something changed."),
+            as_json: bool = JsonOpt):
+    """The nightly job: distill + promote + decay + clean-up + index maintenance, logged."""
+    from memrepo import lifecycle
+    with _vault() as vault:
+        result = lifecycle.nightly(vault, now=now)
+    if quiet and not result["changed"]:
+        return
+    _out(result, as_json, json.dumps(result, ensure_ascii=False, indent=1))
+
+
+@app.command()
+def schedule(install: bool = typer.Option(False, "--install", help="Write it for the current user."),
+             kind: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
+             at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
+             as_json: bool = JsonOpt):
+    """Print (or --install) a cron entry or systemd user timer running the nightly job."""
+    from memrepo import lifecycle
+    with _vault() as vault:
+        if install:
+            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+                typer.echo(line)
+            return
+        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+    _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
 
 
 # ------------------------------------------------------------------ hooks

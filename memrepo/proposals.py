@@ -67,8 +67,10 @@ def new_proposal_id(memories: list[Memory]) -> str:
 # ------------------------------------------------------------------ create
 
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
-           remote: str = "origin", proposal_id: str | None = None) -> Proposal:
-    """Open a proposal branch for ``memories`` (caller holds the vault lock)."""
+           remote: str = "origin", proposal_id: str | None = None,
+           deletes: Iterable[Memory] = ()) -> Proposal:
+    """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock)."""
+    deletes = list(deletes)
     base = vault.head()
     pid = proposal_id or new_proposal_id(memories)
     branch = BRANCH_PREFIX + pid
@@ -76,14 +78,17 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
         raise Conflict(f"a proposal {pid} already exists; see 'memrepo proposals --all'")
     memories = [m.evolve(proposal=pid, rollback_point=base) for m in memories]
     _check_proposed(vault, memories)
-    card = review_card(vault, memories, reason=reason, base=base)
-    ids = ",".join(m.id for m in memories)
+    card = review_card(vault, memories, reason=reason, base=base, deletes=deletes)
+    ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
+    first = (memories or deletes)[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
-               f"{memories[0].meta['summary']}"[:100] + "\n\n" + card + "\n\n"
+               f"{first.meta['summary']}"[:100] + "\n\n" + card + "\n\n"
                f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
-               f"Memrepo-Ids: {ids}\nMemrepo-Author: {memories[0].meta.get('author', '')}\n"
+               f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
-    sha = git.fast_import_commit(vault.root, parent=base, changes={m.path: _bytes(m) for m in memories}, message=message)
+    changes: dict[str, bytes | None] = {m.path: None for m in deletes}
+    changes.update({m.path: _bytes(m) for m in memories})
+    sha = git.fast_import_commit(vault.root, parent=base, changes=changes, message=message)
     git.update_ref(vault.root, f"refs/heads/{branch}", sha, None, f"memrepo: propose {pid}")
     proposal = get(vault, pid)
     if push:
@@ -107,9 +112,15 @@ def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
         raise InvalidMemory(problems, "no proposal was created")
 
 
-def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None) -> str:
+def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None,
+                deletes: Iterable[Memory] = ()) -> str:
     """The five answers a reviewer needs (seed 000), as plain text."""
     lines = ["Review card", "==========="]
+    for m in deletes:
+        lines += [f"Delete {m.id} ({m.meta.get('layer')} {m.meta.get('kind')}, subject {m.meta.get('subject')}, "
+                  f"status {m.meta.get('status')}): {m.meta.get('summary')}",
+                  f"  Why: {reason}",
+                  f"  Rollback point: {base} (git keeps the file in history)"]
     for m in memories:
         meta = m.meta
         lines += [f"Memory {m.id} ({meta.get('layer')} {meta.get('kind')}, subject {meta.get('subject')}"
@@ -186,7 +197,8 @@ def _closed(vault: Vault, pid: str, sha: str, status: str) -> Proposal:
     entry = git.log(vault.root, sha, extra=["-n", "1"])[0]
     t = trailers(entry.body)
     outcome = {"by": t.get("Memrepo-Reviewer", entry.author), "at": entry.date,
-               "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", "")}
+               "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", ""),
+               "declined": t.get("Memrepo-Declined", "")}
     tip = entry.parents[-1] if status == "applied" else entry.parents[0]
     return _load(vault, pid, tip, status, BRANCH_PREFIX + pid, {k: v for k, v in outcome.items() if v})
 
@@ -237,7 +249,24 @@ def _require_open(proposal: Proposal) -> None:
                        + "; nothing changed")
 
 
-def planned_writes(vault: Vault, proposal: Proposal, *, mode: str) -> list[Memory]:
+def planned_deletes(vault: Vault, proposal: Proposal, *, only: Iterable[str] | None = None) -> list[str]:
+    """Paths the proposal deletes that still hold the same file on main."""
+    wanted = set(only) if only is not None else None
+    out = []
+    for ch in git.diff_tree(vault.root, proposal.base or None, proposal.commit, ("memories", "archive")):
+        memory_id = ch.path.rsplit("/", 1)[-1][:-3]
+        if ch.status != "D" or (wanted is not None and memory_id not in wanted):
+            continue
+        before = git.run(vault.root, "rev-parse", f"{proposal.base}:{ch.path}").strip()
+        now = git.run(vault.root, "rev-parse", "-q", "--verify", f"{vault.main_ref}:{ch.path}", check=False).strip()
+        if now != before:
+            raise Conflict(f"{ch.path}, which proposal {proposal.id} deletes, changed or moved since it was proposed; "
+                           f"review again: 'memrepo reject {proposal.id} --why stale'")
+        out.append(ch.path)
+    return out
+
+
+def planned_writes(vault: Vault, proposal: Proposal, *, mode: str, only: Iterable[str] | None = None) -> list[Memory]:
     """What applying writes on main: proposed memories active, superseded targets retired.
 
     Raises Conflict when the state the proposal was reviewed against has moved on.
@@ -246,7 +275,10 @@ def planned_writes(vault: Vault, proposal: Proposal, *, mode: str) -> list[Memor
         raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
     catalog = vault.catalog()
     writes: list[Memory] = []
+    wanted = set(only) if only is not None else None
     for memory in memories_of(vault, proposal):
+        if wanted is not None and memory.id not in wanted:
+            continue
         meta = memory.meta
         target = meta.get("supersedes")
         if target:
@@ -284,21 +316,36 @@ def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> No
                        f"review it again: 'memrepo review {proposal.id}', then reject and re-propose")
 
 
-def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None) -> str:
-    """Merge a proposal into main as one merge commit; returns the merge commit id."""
+def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
+          only: Iterable[str] | None = None) -> str:
+    """Merge a proposal into main as one merge commit; returns the merge commit id.
+
+    ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
+    others are recorded as declined in the merge commit and are not proposed again.
+    """
     vault.require_main_checkout()
     with vault.lock():
         proposal = get(vault, ref)
         _require_open(proposal)
+        only = list(only) if only else None
+        unknown = sorted(set(only or ()) - set(proposal.ids))
+        if unknown:
+            raise UsageError(f"proposal {proposal.id} does not carry {', '.join(unknown)}; it carries {', '.join(proposal.ids)}")
         _check_branch_valid(vault, proposal)
-        writes = planned_writes(vault, proposal, mode=mode)
-        vault.check_new(writes)
+        writes = planned_writes(vault, proposal, mode=mode, only=only)
+        deletes = planned_deletes(vault, proposal, only=only)
+        gone = [r for p in deletes for r in vault.catalog()._rows("path=?", (p,))]
+        vault.check_new(writes, deleted=gone)
         reviewer = reviewer or git.identity(vault.root)[0]
-        message = (f"memrepo: apply {proposal.id} ({mode}): {writes[0].meta['summary']}"[:100]
-                   + f"\n\nApplied proposal {proposal.id} ({', '.join(proposal.ids)}).\n\n"
-                   f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n"
-                   f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n")
-        result = vault.commit(writes=writes, message=message, merge=[proposal.tip])
+        applied = [i for i in proposal.ids if only is None or i in only]
+        declined = [i for i in proposal.ids if i not in applied]
+        title = writes[0].meta["summary"] if writes else f"delete {len(deletes)} memories"
+        message = (f"memrepo: apply {proposal.id} ({mode}): {title}"[:100]
+                   + f"\n\nApplied proposal {proposal.id} ({', '.join(applied)}).\n\n"
+                   f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
+                   + (f"Memrepo-Declined: {','.join(declined)}\n" if declined else "")
+                   + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n")
+        result = vault.commit(writes=writes, deletes=deletes, message=message, merge=[proposal.tip])
         git.update_ref(vault.root, APPLIED_PREFIX + proposal.id, result.commit, None, f"memrepo: applied {proposal.id}")
         git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
     return result.commit
@@ -362,7 +409,8 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
 def _add_activation(vault: Vault, proposal: Proposal) -> None:
     """Commit on the branch the statuses apply would write, so a forge merge equals apply."""
     writes = planned_writes(vault, proposal, mode="overwrite")
-    changes = {m.path: _bytes(m) for m in writes}
+    changes: dict[str, bytes | None] = {p: None for p in planned_deletes(vault, proposal)}
+    changes.update({m.path: _bytes(m) for m in writes})
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
