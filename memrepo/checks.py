@@ -14,7 +14,7 @@ from typing import Iterable, Protocol
 
 from memrepo import document, schema, secretscan
 from memrepo.errors import Problem
-from memrepo.model import Memory, canonical_path, is_memory_path
+from memrepo.model import LAYERS, STATUSES, Memory, canonical_path, is_memory_path
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,9 @@ def _check_location(memory: Memory) -> list[Problem]:
     stem = posixpath.basename(path)[:-3] if path.endswith(".md") else posixpath.basename(path)
     if stem != memory_id:
         problems.append(Problem(path, "id", f"{memory_id!r} does not match the file name {stem!r}.md; rename the file or fix the id"))
-    elif {"layer", "created"} <= set(meta) and is_memory_path(path):
+    elif meta.get("layer") in LAYERS and meta.get("status") in STATUSES and "created" in meta and is_memory_path(path):
+        # Only for a valid layer and status: otherwise the schema error says it, and the
+        # suggested place (memories/L9/...) would send the person the wrong way.
         expected = canonical_path(meta)
         if path != expected and schema.is_timestamp(meta.get("created")):
             problems.append(Problem(path, "layer", f"a {meta.get('layer')} memory with status {meta.get('status')} belongs at {expected}; move the file there (git mv)"))

@@ -111,6 +111,10 @@ def parse(text: str, path: str) -> Parsed:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = f"line {mark.line + 2}" if mark is not None else "(front matter)"
         problem = getattr(e, "problem", None) or str(e)
+        if "could not determine a constructor" in problem:
+            problem += "; YAML tags (!!type) are not allowed in memories: write the plain value"
+        elif "not allowed in memories" not in problem and "keep one" not in problem:
+            problem += "; fix the front matter so it is plain 'key: value' YAML (quote text with ':' or '#')"
         raise DocumentError(Problem(path, line, f"YAML error: {problem}")) from None
     if not isinstance(meta, dict):
         raise DocumentError(Problem(path, "(front matter)", (

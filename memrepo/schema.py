@@ -63,6 +63,10 @@ def _unexpected(error) -> list[str]:
     return [k for k in error.instance if k not in allowed and not str(k).startswith("x-")]
 
 
+_TYPE_NAMES = {"array": "a list ('- item' lines or [a, b])", "string": "text", "number": "a number",
+               "integer": "a whole number", "object": "a mapping", "boolean": "true or false"}
+
+
 def _message(error) -> str:
     v = error.validator
     if v == "enum":
@@ -75,6 +79,9 @@ def _message(error) -> str:
         return "is required"
     if v == "pattern":
         return f"{error.instance!r} has characters that are not allowed here"
+    if v == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"must be {' or '.join(_TYPE_NAMES.get(t, t) for t in wanted)}, not {error.instance!r}"
     if v == "not":
         return f"{error.instance!r} may not contain '..'"
     return error.message
