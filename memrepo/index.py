@@ -164,11 +164,15 @@ def _group(doc: IndexDoc) -> str:
 
 
 def _fields(doc: IndexDoc) -> dict:
-    keys = " ".join(x for x in (doc.subject, doc.fact, *doc.tags) if x)
+    # '#'-tags are business tags (seed 003: highest priority); other tags are facets such
+    # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
+    business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
+    facets = [t for t in doc.tags if not t.startswith("#")]
+    keys = " ".join(x for x in (doc.subject, doc.fact, *facets) if x)
     out = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
         fact=doc.fact or "", status=doc.status, tag=",".join(t.lower() for t in doc.tags),
-        group=_group(doc), keys=keys, tagtext=" ".join(t.lstrip("#") for t in doc.tags),
+        group=_group(doc), keys=keys, tagtext=" ".join(business),
         summary=doc.summary, body=doc.body, created=doc.created,
         meta=dict(tags=tuple(doc.tags), updated=doc.updated, links=tuple(doc.links),
                   weight=doc.weight, scope=doc.scope),
@@ -323,12 +327,11 @@ class MemoryIndex:
 
     @contextmanager
     def _searcher(self) -> Iterator[object]:
-        from whoosh import scoring
         last: Exception | None = None
         for attempt in range(OPEN_RETRIES):
             ix = self._open_ix(self._require_gen())
             try:
-                searcher = ix.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
+                searcher = ix.searcher(weighting=_weighting())
                 break
             except FileNotFoundError as exc:
                 last = exc
@@ -351,6 +354,20 @@ class MemoryIndex:
         with self._searcher() as searcher:
             learned = self.stats.learned_stopwords() if self.stats else frozenset()
             return [_run_query(searcher, q, self.stats, learned, self.tuning) for q in qs]
+
+
+def _weighting():
+    """BM25F with Lucene's idf: Whoosh's default ``log(N/(df+1)) + 1`` over-weights terms
+    that occur almost everywhere (measured: several points of R@10 on both benchmarks)."""
+    from whoosh import scoring
+
+    class LuceneBM25F(scoring.BM25F):
+        def idf(self, searcher, fieldname, text):
+            n = searcher.doc_count_all()
+            df = searcher.doc_frequency(fieldname, text)
+            return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    return LuceneBM25F(B=0.75, K1=1.2)
 
 
 def _next_gen(old: str | None) -> str:
@@ -382,20 +399,24 @@ PROSE_FIELDS = ("tagtext", "keys", "summary", "body")
 class Tuning:
     """Ranking knobs (measured on the dev benchmarks; see bench/RESULTS.md)."""
     weights: tuple[tuple[str, float], ...] = (
-        ("tagtext", 3.0), ("keys", 2.0), ("summary", 1.5), ("body", 1.0))
+        ("tagtext", 3.0), ("keys", 2.0), ("summary", 0.5), ("body", 1.0))
     fact_weights: tuple[tuple[str, float], ...] = (
-        ("tagtext", 3.0), ("keys", 4.0), ("summary", 2.0), ("body", 0.7))
+        ("tagtext", 3.0), ("keys", 4.0), ("summary", 1.0), ("body", 0.7))
     howto_weights: tuple[tuple[str, float], ...] = (
-        ("tagtext", 2.0), ("keys", 1.0), ("summary", 1.2), ("body", 1.2))
+        ("tagtext", 2.0), ("keys", 1.0), ("summary", 0.5), ("body", 1.2))
     exact_key_boost: float = 6.0
     pool: int = 50                 # candidates fetched before re-ranking
-    neighbour: float = 0.0         # weight of the best same-session neighbour's score
-    prf_docs: int = 0              # pseudo-relevance feedback: top docs used (0 = off)
+    neighbour: float = 0.3         # weight of the best same-session neighbour's score
+    prf_docs: int = 3              # pseudo-relevance feedback: top docs used (0 = off)
     prf_terms: int = 10
     prf_weight: float = 0.3
-    floor: float = 0.3             # minimum idf-weighted share of query terms matched
+    floor: float = 0.3             # best hit's idf-weighted share of query terms, else
+                                   # "nothing relevant"
+    hit_floor: float = 0.25        # each hit needs at least this fraction of that floor
     heat_gain: float = 0.5         # heat multiplies the score by at most 1 + heat_gain
     stop_df: float = 0.02          # learned stopwords apply only to terms in >= 2 % of docs
+    query_unigrams: bool = False   # also search single CJK characters
+    qtf_linear: bool = True        # a repeated query term counts again (as in Lucene)
 
 
 DEFAULT_TUNING = Tuning()
@@ -426,16 +447,16 @@ def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozens
         if extra:
             wq = _build_query(searcher, q, terms, intent, tuning, extra=extra)
             cands = _collect(searcher, wq, terms, flt, mask, tuning.pool)
-    cands = _rerank(cands, terms, stats, tuning)
-    if history:
+    cands = _rerank(searcher, cands, terms, stats, tuning, max(q.limit, 0))
+    if history:  # the relevant versions, newest first: a timeline of the fact
         cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
-    hits = tuple(_hit(c, q.text) for c in cands[:max(q.limit, 0)])
+    hits = tuple(_hit(c, q.text) for c in cands)
     return SearchResult(q.text, hits, not hits, intent)
 
 
 def _query_terms(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> Counter:
     """Analysed query terms with counts, minus learned stopwords that match many docs."""
-    counts = Counter(text.terms(query))
+    counts = Counter(text.terms(query, unigrams=tuning.query_unigrams))
     if not learned or not counts:
         return counts
     n = max(searcher.doc_count(), 1)
@@ -454,7 +475,8 @@ def _build_query(searcher, q: SearchQuery, terms: Counter, intent: str, tuning: 
             return parsed
     weights = {"fact": tuning.fact_weights, "howto": tuning.howto_weights}.get(
         intent, tuning.weights)
-    subs = [wq.Term(f, t, boost=w * (1.0 + math.log(c)))
+    qtf = (lambda c: float(c)) if tuning.qtf_linear else (lambda c: 1.0 + math.log(c))
+    subs = [wq.Term(f, t, boost=w * qtf(c))
             for t, c in terms.items() for f, w in weights]
     if intent == "fact":
         from memrepo.analysis import query_keys
@@ -503,16 +525,24 @@ def _idf(searcher, term: str) -> float:
 
 
 def _collect(searcher, query, terms: Counter, flt, mask, pool: int) -> list[_Cand]:
-    results = searcher.search(query, limit=pool, filter=flt, mask=mask, terms=True)
-    idf = {t: _idf(searcher, t) for t in terms}
-    total = sum(idf.values()) or 1.0
-    out = []
-    for hit in results:
-        matched = {t.decode("utf-8") if isinstance(t, bytes) else t
-                   for _f, t in hit.matched_terms()}
-        cov = sum(v for t, v in idf.items() if t in matched) / total
-        out.append(_Cand(hit.docnum, hit.fields(), hit.score, cov))
-    return out
+    # terms=True would force Whoosh's slow binary union tree; coverage is computed later
+    # from the stored text of the few hits that are returned.
+    results = searcher.search(query, limit=pool, filter=flt, mask=mask)
+    return [_Cand(hit.docnum, hit.fields(), hit.score, -1.0) for hit in results]
+
+
+def _coverage(searcher, c: _Cand, idf: dict[str, float]) -> float:
+    """Idf-weighted share of the query terms that occur in the memory (0..1)."""
+    if c.coverage < 0:
+        f = c.fields
+        tags = (f.get("meta") or {}).get("tags", ())
+        from memrepo.analysis import key_terms
+        seen = set(text.terms(f"{f.get('summary', '')} {f.get('body', '')} {' '.join(tags)}",
+                              unigrams=True))
+        seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {' '.join(tags)}"))
+        total = sum(idf.values()) or 1.0
+        c.coverage = sum(v for t, v in idf.items() if t in seen) / total
+    return c.coverage
 
 
 def _feedback_terms(searcher, cands: list[_Cand], terms: Counter,
@@ -526,11 +556,11 @@ def _feedback_terms(searcher, cands: list[_Cand], terms: Counter,
     return {t: tuning.prf_weight for t in best}
 
 
-def _rerank(cands: list[_Cand], terms: Counter, stats: "Stats | None",
-            tuning: Tuning) -> list[_Cand]:
+def _rerank(searcher, cands: list[_Cand], terms: Counter, stats: "Stats | None",
+            tuning: Tuning, limit: int) -> list[_Cand]:
+    """Final order: normalised BM25F, same-session support, heat; then the relevance floor."""
     if not cands:
         return cands
-    floor = min(tuning.floor, 1.5 / max(len(terms), 1))
     top = max(c.bm25 for c in cands) or 1.0
     for c in cands:
         c.score = c.bm25 / top
@@ -538,8 +568,19 @@ def _rerank(cands: list[_Cand], terms: Counter, stats: "Stats | None",
         _add_neighbours(cands, tuning.neighbour)
     if stats is not None:
         _apply_heat(cands, stats, tuning.heat_gain)
-    kept = [c for c in cands if c.coverage >= floor] if terms else cands
-    kept.sort(key=lambda c: (-c.score, c.fields["id"]))
+    cands.sort(key=lambda c: (-c.score, c.fields["id"]))
+    if not terms:
+        return cands[:limit]
+    idf = {t: _idf(searcher, t) for t in terms}
+    floor = min(tuning.floor, 1.5 / len(terms))
+    if max(_coverage(searcher, c, idf) for c in cands[:limit]) < floor:
+        return []
+    kept = []
+    for c in cands:
+        if _coverage(searcher, c, idf) >= floor * tuning.hit_floor:
+            kept.append(c)
+            if len(kept) >= limit:
+                break
     return kept
 
 

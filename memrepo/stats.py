@@ -1,0 +1,161 @@
+"""Recall statistics: heat scores and learned stopwords (seed 003), in SQLite.
+
+The database lives under the vault's git-ignored ``.memrepo/state/``: statistics are derived,
+per machine, and never become commits. Everything here is deterministic given ``now``.
+
+* A **recall** is one search in a session: the query's terms and the ids it returned.
+* A **useful mark** says a memory helped (strong signal). A recall is *successful* for a
+  memory when the same session marks that memory useful; a recall none of whose results is
+  marked useful in its session is a *failure*.
+* **Heat** = 0.2 per distinct session that recalled the memory + 1.0 per useful mark (one per
+  session), decayed exponentially (half-life 30 days) since the last recall or mark.
+  **Cooldown**: heat earned within 24 h of the memory's ``created`` counts at most 1.0, so a
+  burst of early (possibly noisy or hostile) activity cannot pin a new memory to the top.
+* **Learned stopwords**: terms of failed recalls in at least 3 distinct sessions and of no
+  successful recall. The index drops them only when they also match many documents.
+"""
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memrepo import text
+
+RECALL_WEIGHT = 0.2
+USEFUL_WEIGHT = 1.0
+HALF_LIFE_DAYS = 30.0
+COOLDOWN = timedelta(hours=24)
+COOLDOWN_CAP = 1.0
+MIN_SESSIONS = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS recall (rid INTEGER PRIMARY KEY, session TEXT NOT NULL,
+    query TEXT NOT NULL, ts REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS recall_term (rid INTEGER NOT NULL, term TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS recall_hit (rid INTEGER NOT NULL, mem TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS useful (mem TEXT NOT NULL, session TEXT, ts REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS recall_hit_mem ON recall_hit(mem);
+CREATE INDEX IF NOT EXISTS recall_hit_rid ON recall_hit(rid);
+CREATE INDEX IF NOT EXISTS recall_term_term ON recall_term(term);
+CREATE INDEX IF NOT EXISTS useful_mem ON useful(mem);
+"""
+
+
+def _ts(now: datetime | None) -> float:
+    return (now or datetime.now(timezone.utc)).timestamp()
+
+
+def _parse(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+
+
+class Stats:
+    """Recall log and derived heat / stopwords in one SQLite file (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=10.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # ---- recording -------------------------------------------------------------------
+    def record_recall(self, session: str, query: str, ids: Iterable[str],
+                      now: datetime | None = None) -> None:
+        """Log one search of ``session``: its query terms and the ids it returned."""
+        with self.db as db:
+            rid = db.execute("INSERT INTO recall(session, query, ts) VALUES (?, ?, ?)",
+                             (session, query, _ts(now))).lastrowid
+            db.executemany("INSERT INTO recall_term VALUES (?, ?)",
+                           [(rid, t) for t in sorted(set(text.terms(query)))])
+            db.executemany("INSERT INTO recall_hit VALUES (?, ?)",
+                           [(rid, m) for m in dict.fromkeys(ids)])
+
+    def mark_useful(self, id: str, session: str | None = None,
+                    now: datetime | None = None) -> None:
+        """Record that memory ``id`` helped (in ``session``, when known)."""
+        with self.db as db:
+            db.execute("INSERT INTO useful VALUES (?, ?, ?)", (id, session, _ts(now)))
+
+    def forget(self, id: str) -> None:
+        """Remove every statistic about memory ``id`` (it was deleted)."""
+        with self.db as db:
+            db.execute("DELETE FROM recall_hit WHERE mem = ?", (id,))
+            db.execute("DELETE FROM useful WHERE mem = ?", (id,))
+
+    # ---- heat ------------------------------------------------------------------------
+    def heat(self, ids: Iterable[str], now: datetime | None = None,
+             created: dict[str, str | None] | None = None) -> dict[str, float]:
+        """Heat of each id (0 when never recalled); see the module docstring."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        now_ts = _ts(now)
+        created = created or {}
+        events = self._events(ids)
+        return {m: _heat(events.get(m, []), now_ts, _parse(created.get(m))) for m in ids}
+
+    def _events(self, ids: list[str]) -> dict[str, list[tuple[float, float]]]:
+        """(time, weight) of each heat event: first recall per session, useful per session."""
+        marks = ",".join("?" * len(ids))
+        out: dict[str, list[tuple[float, float]]] = {}
+        rows = self.db.execute(
+            f"SELECT h.mem, MIN(r.ts) FROM recall_hit h JOIN recall r ON r.rid = h.rid "
+            f"WHERE h.mem IN ({marks}) GROUP BY h.mem, r.session", ids)
+        for mem, ts in rows:
+            out.setdefault(mem, []).append((ts, RECALL_WEIGHT))
+        rows = self.db.execute(
+            f"SELECT mem, MIN(ts) FROM useful WHERE mem IN ({marks}) "
+            f"GROUP BY mem, COALESCE(session, 'rowid:' || rowid)", ids)
+        for mem, ts in rows:
+            out.setdefault(mem, []).append((ts, USEFUL_WEIGHT))
+        return out
+
+    # ---- learned stopwords -----------------------------------------------------------
+    def learned_stopwords(self, min_sessions: int = MIN_SESSIONS) -> frozenset[str]:
+        """Terms of recalls that failed in ``min_sessions``+ distinct sessions and never
+        succeeded (the cooldown rule: one session's noise is never adopted)."""
+        rows = self.db.execute("""
+            WITH ok AS (
+                SELECT DISTINCT r.rid FROM recall r JOIN recall_hit h ON h.rid = r.rid
+                JOIN useful u ON u.mem = h.mem AND u.session = r.session)
+            SELECT t.term,
+                   COUNT(DISTINCT CASE WHEN ok.rid IS NULL THEN r.session END) AS failed,
+                   COUNT(ok.rid) AS succeeded
+            FROM recall_term t JOIN recall r ON r.rid = t.rid
+            LEFT JOIN ok ON ok.rid = r.rid
+            GROUP BY t.term""")
+        return frozenset(t for t, failed, ok in rows if failed >= min_sessions and ok == 0)
+
+
+def _heat(events: list[tuple[float, float]], now_ts: float, created_ts: float | None) -> float:
+    if not events:
+        return 0.0
+    early = sum(w for ts, w in events
+                if created_ts is not None and ts < created_ts + COOLDOWN.total_seconds())
+    late = sum(w for ts, w in events
+               if created_ts is None or ts >= created_ts + COOLDOWN.total_seconds())
+    raw = min(early, COOLDOWN_CAP) + late
+    last = max(ts for ts, _ in events)
+    age_days = max(now_ts - last, 0.0) / 86400.0
+    return raw * math.exp(-math.log(2) * age_days / HALF_LIFE_DAYS)
