@@ -197,13 +197,18 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     vault.require_main_checkout()
     items, problems = parse_jsonl(Path(path), author=author or default_author(vault))
     name = str(path)
-    line_of = {m.path: n for n, m in items}
+    line_of: dict[str, int] = {}
     good: list[Memory] = []
     for i, (n, memory) in enumerate(items, start=1):
         found = check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        if memory.path in line_of:
+            # The same id (and so the same file) twice in one file: the cross-file check keys
+            # rows by path and would never see it, and the second line would overwrite the first.
+            found.append(Problem(memory.path, "id", f"{memory.id!r} is also given on line {line_of[memory.path]}; ids must be unique"))
         problems += [Problem(f"{name}:line {n}", p.field, p.message) for p in found]
         if not found:
             good.append(memory)
+            line_of[memory.path] = n
         if progress and i % 500 == 0:
             progress(i, len(items))
     with vault.lock():
