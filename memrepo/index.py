@@ -128,7 +128,8 @@ def _schema():
         subject=fields.ID(stored=True),
         fact=fields.ID(stored=True),
         status=fields.ID(stored=True),
-        tag=fields.KEYWORD(lowercase=True, commas=True),
+        tag=fields.KEYWORD(lowercase=True, commas=True),  # filter; without the '#'
+
         group=fields.ID(stored=True),
         keys=fields.TEXT(analyzer=key_analyzer(), phrase=False),
         tagtext=fields.TEXT(analyzer=prose, phrase=False),
@@ -171,7 +172,7 @@ def _fields(doc: IndexDoc) -> dict:
     keys = " ".join(x for x in (doc.subject, doc.fact, *facets) if x)
     out = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
-        fact=doc.fact or "", status=doc.status, tag=",".join(t.lower() for t in doc.tags),
+        fact=doc.fact or "", status=doc.status, tag=",".join(t.lower().lstrip("#") for t in doc.tags),
         group=_group(doc), keys=keys, tagtext=" ".join(business),
         summary=doc.summary, body=doc.body, created=doc.created,
         meta=dict(tags=tuple(doc.tags), updated=doc.updated, links=tuple(doc.links),
@@ -288,7 +289,7 @@ class MemoryIndex:
         from whoosh.writing import LockError
         with self._lock():
             gen = self._require_gen()
-            ix = self._open_ix(gen)
+            ix = self._open_ix()
             try:
                 writer = ix.writer(timeout=WRITE_TIMEOUT_S)
             except LockError as exc:
@@ -311,35 +312,33 @@ class MemoryIndex:
             raise IndexCorrupt(f"no usable index in {self.dir}: rebuild it")
         return gen
 
-    def _open_ix(self, gen: str):
+    def _open_ix(self):
+        """Open the live generation, retrying while a commit or a swap is under way."""
+        return self._retrying(lambda ix: ix)
+
+    def _retrying(self, use):
         from whoosh import index
         last: Exception | None = None
         for attempt in range(OPEN_RETRIES):
+            gen = self._require_gen()
             try:
-                return index.open_dir(str(self.dir / gen))
-            except FileNotFoundError as exc:  # a commit or swap in progress: transient
-                last = exc
-                time.sleep(0.005 * (attempt + 1))
-                gen = self._current() or gen
+                return use(index.open_dir(str(self.dir / gen)))
             except Exception as exc:
-                raise IndexCorrupt(f"index {self.dir} is unreadable ({exc}): rebuild it") from exc
-        raise IndexCorrupt(f"index {self.dir} could not be opened ({last}): rebuild it")
+                last = exc
+                if not self._transient(exc, gen):
+                    break
+                time.sleep(0.005 * (attempt + 1))
+        raise IndexCorrupt(f"index {self.dir} is unreadable ({last}): rebuild it") from last
+
+    def _transient(self, exc: Exception, gen: str) -> bool:
+        # FileNotFoundError: Whoosh replaced a segment while we opened it; a changed CURRENT
+        # or a vanished directory: a rebuild swapped generations under us.
+        return (isinstance(exc, FileNotFoundError) or self._current() != gen
+                or not (self.dir / gen).is_dir())
 
     @contextmanager
     def _searcher(self) -> Iterator[object]:
-        last: Exception | None = None
-        for attempt in range(OPEN_RETRIES):
-            ix = self._open_ix(self._require_gen())
-            try:
-                searcher = ix.searcher(weighting=_weighting())
-                break
-            except FileNotFoundError as exc:
-                last = exc
-                time.sleep(0.005 * (attempt + 1))
-            except Exception as exc:
-                raise IndexCorrupt(f"index {self.dir} is unreadable ({exc}): rebuild it") from exc
-        else:
-            raise IndexCorrupt(f"index {self.dir} could not be opened ({last}): rebuild it")
+        searcher = self._retrying(lambda ix: ix.searcher(weighting=_weighting()))
         try:
             yield searcher
         finally:
@@ -367,7 +366,9 @@ def _weighting():
             df = searcher.doc_frequency(fieldname, text)
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    return LuceneBM25F(B=0.75, K1=1.2)
+    # No length normalisation for the short, sparse fields: most memories have no business
+    # tag, so the average tag length is ~0 and one tag would look absurdly "long".
+    return LuceneBM25F(B=0.75, K1=1.2, tagtext_B=0.0, keys_B=0.0)
 
 
 def _next_gen(old: str | None) -> str:
@@ -442,7 +443,8 @@ def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozens
     flt, mask = _filters(q, history)
     wq = _build_query(searcher, q, terms, intent, tuning)
     cands = _collect(searcher, wq, terms, flt, mask, tuning.pool)
-    if tuning.prf_docs and cands and not q.advanced:
+    if tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto"):
+        # feedback broadens natural questions; a fact lookup stays with its exact words
         extra = _feedback_terms(searcher, cands, terms, tuning)
         if extra:
             wq = _build_query(searcher, q, terms, intent, tuning, extra=extra)
@@ -509,8 +511,6 @@ def _filters(q: SearchQuery, history: bool):
                          ("tag", q.tag.lower().lstrip("#") if q.tag else None)):
         if value:
             parts.append(wq.Term(field, value))
-    if q.tag and q.tag.startswith("#"):  # tags may be stored with or without the '#'
-        parts[-1] = wq.Or([parts[-1], wq.Term("tag", q.tag.lower())])
     since = _epoch(q.since)
     if since is not None:
         parts.append(wq.NumericRange("created_ts", since, None))

@@ -1,0 +1,197 @@
+"""The search index on real temp directories: languages, syntax, ranking, filters, safety."""
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from memrepo.index import IndexCorrupt, IndexDoc, MemoryIndex, SearchQuery
+from memrepo.stats import Stats
+
+
+def doc(id: str, summary: str, body: str = "", *, tags=(), status="active", subject="proj",
+        fact=None, layer="L1", kind="event", created="2026-03-01T10:00:00+00:00") -> IndexDoc:
+    return IndexDoc(id=id, path=f"memories/{layer}/{id}.md", layer=layer, kind=kind,
+                    subject=subject, fact=fact, status=status, summary=summary,
+                    body=body or summary, tags=tuple(tags), created=created, updated=None)
+
+
+FILLER = [doc(f"f{i}", f"routine note {i}", f"daily standup notes about item {i} and lunch")
+          for i in range(12)]
+DOCS = [
+    doc("db", "配置数据库连接池", "把**数据库连接池**的最大线程数配置为 64。"),
+    doc("redis", "Redis 超时", "Redis 超时 设置为 5 秒。"),
+    doc("cfg", "Deploy configuration", "We configured the deploy pipeline with blue/green."),
+    doc("group", "Support group", "Caroline went to the LGBTQ support group yesterday."),
+    doc("alpha", "Auto publish is off", "Releases are published by hand.",
+        subject="project-alpha", fact="release.auto_publish", kind="state"),
+    doc("alpha-old", "Auto publish was on", "Releases were published automatically.",
+        subject="project-alpha", fact="release.auto_publish", kind="state",
+        status="superseded", created="2025-01-01T00:00:00+00:00"),
+    doc("arch", "Old deploy configuration", "configured by ansible", status="archived"),
+    doc("pending", "Deploy configuration proposal", "configured by hand", status="pending_review"),
+    doc("rej", "Deploy configuration rejected", "configured wrongly", status="rejected"),
+    doc("tagged", "weekly sync", "notes", tags=("#invoice",), layer="L2", kind="pattern"),
+    doc("summ", "invoice numbering", "notes about numbering"),
+    doc("body", "numbering", "the invoice number is printed at the bottom"),
+] + FILLER
+
+
+@pytest.fixture()
+def index(tmp_path: Path) -> MemoryIndex:
+    ix = MemoryIndex(tmp_path / "index")
+    ix.rebuild(DOCS, commit="c1")
+    return ix
+
+
+def ids(ix: MemoryIndex, text: str, **kw) -> list[str]:
+    return [h.id for h in ix.search(SearchQuery(text, **kw)).hits]
+
+
+def test_rebuild_reports_state(index):
+    assert index.exists() and index.indexed_commit() == "c1"
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("数据库", "db"), ("连接池配置", "db"), ("Redis 超时", "redis"), ("超时", "redis"),
+    ("configuration", "cfg"), ("configuring", "cfg"), ("库", "db"),
+])
+def test_language_handling(index, query, expected):
+    assert ids(index, query)[0] == expected
+
+
+@pytest.mark.parametrize("query", [
+    "support group?", "group:", "Caroline*", '"support group', "(support group", "group)",
+    "support AND OR NOT group", "group~2^3", "Caroline's [support] {group}", "group'",
+])
+def test_query_syntax_characters_are_plain_text(index, query):
+    assert "group" in ids(index, query)
+
+
+def test_advanced_syntax_is_opt_in(index):
+    assert ids(index, "summary:support", advanced=True) == ["group"]
+    assert ids(index, "unbalanced (", advanced=True) == [] or True  # never raises
+
+
+def test_field_ranking_tag_over_summary_over_body(index):
+    assert ids(index, "invoice")[:3] == ["tagged", "summ", "body"]
+
+
+def test_status_filtering(index):
+    assert ids(index, "deploy configuration") == ["cfg"]
+    assert set(ids(index, "deploy configuration", deep=True)) == {"cfg", "arch"}
+    assert set(ids(index, "auto publish releases", history=True)) == {"alpha", "alpha-old"}
+    assert ids(index, "auto publish releases") == ["alpha"]
+
+
+def test_history_intent_includes_old_versions_newest_first(index):
+    result = index.search(SearchQuery("what was release.auto_publish before"))
+    assert result.intent == "history"
+    assert [h.id for h in result.hits] == ["alpha", "alpha-old"]
+
+
+def test_fact_lookup_uses_exact_keys(index):
+    result = index.search(SearchQuery("project-alpha release.auto_publish"))
+    assert result.intent == "fact" and result.hits[0].id == "alpha"
+    assert result.hits[0].fact == "release.auto_publish"
+
+
+def test_filters(index):
+    assert ids(index, "invoice", layer="L2") == ["tagged"]
+    assert ids(index, "invoice", kind="pattern") == ["tagged"]
+    assert ids(index, "invoice", tag="#invoice") == ["tagged"]
+    assert ids(index, "invoice", tag="invoice") == ["tagged"]
+    assert ids(index, "auto publish", subject="project-alpha") == ["alpha"]
+    assert ids(index, "auto publish", subject="proj") == []
+    assert ids(index, "auto publish", since="2026-01-01") == ["alpha"]
+    assert ids(index, "deploy", since="2027-01-01") == []
+
+
+def test_nothing_relevant(index):
+    for text in ("zebra quantum", "the of and", "", "???"):
+        result = index.search(SearchQuery(text))
+        assert result.hits == () and result.nothing_relevant
+
+
+def test_snippet_highlights_matches(index):
+    hit = index.search(SearchQuery("数据库")).hits[0]
+    assert "**数据库**" in hit.snippet and "****" not in hit.snippet
+
+
+def test_incremental_update_and_delete(index):
+    index.update(upserts=[doc("new", "Kafka retention", "retention is seven days")],
+                 deletes=["redis"], commit="c2")
+    assert ids(index, "kafka") == ["new"]
+    assert ids(index, "Redis") == []
+    assert index.indexed_commit() == "c2"
+    index.update(upserts=[doc("new", "Kafka retention", "retention is thirty days")],
+                 deletes=[], commit="c3")
+    assert ids(index, "thirty") == ["new"] and ids(index, "seven") == []
+
+
+def test_rebuild_swaps_generations(index, tmp_path):
+    index.rebuild([doc("only", "solitary memory")], commit="c9")
+    assert ids(index, "solitary") == ["only"] and ids(index, "redis") == []
+    assert len(list((tmp_path / "index").glob("gen-*/"))) == 1
+
+
+def test_missing_and_corrupt_index_detected(tmp_path, index):
+    assert not MemoryIndex(tmp_path / "nothing").exists()
+    with pytest.raises(IndexCorrupt):
+        MemoryIndex(tmp_path / "nothing").search(SearchQuery("x"))
+    gen = (tmp_path / "index" / "CURRENT").read_text()
+    for f in (tmp_path / "index" / gen).glob("*.toc"):
+        f.write_bytes(b"garbage")
+    with pytest.raises(IndexCorrupt):
+        index.search(SearchQuery("redis"))
+
+
+def test_heat_lifts_useful_memories(tmp_path):
+    ix_plain = MemoryIndex(tmp_path / "a")
+    twins = [doc("x1", "backup policy", "nightly"), doc("x2", "backup policy", "nightly")]
+    ix_plain.rebuild(twins, commit=None)
+    assert ids(ix_plain, "backup policy")[0] == "x1"  # tie broken by id
+    stats = Stats(tmp_path / "state" / "stats.sqlite")
+    stats.mark_useful("x2", session="s1")
+    ix = MemoryIndex(tmp_path / "a", stats=stats)
+    assert ids(ix, "backup policy")[0] == "x2"
+
+
+def test_learned_stopwords_are_dropped(tmp_path):
+    docs = [doc(f"n{i}", f"note {i}", "note body") for i in range(20)] + [
+        doc("target", "note about kafka", "kafka")]
+    stats = Stats(tmp_path / "stats.sqlite")
+    ix = MemoryIndex(tmp_path / "ix", stats=stats)
+    ix.rebuild(docs, commit=None)
+    for s in ("s1", "s2", "s3"):
+        stats.record_recall(s, "note", ["n1"])
+    assert "note" in stats.learned_stopwords()
+    assert ids(ix, "note kafka")[0] == "target"
+    assert ids(ix, "note kafka", limit=30) == ["target"]  # 'note' no longer matches
+
+
+def _reader(path: str, n: int, out) -> None:
+    ix = MemoryIndex(Path(path))
+    ok = 0
+    for _ in range(n):
+        if ix.search(SearchQuery("kafka retention")).hits:
+            ok += 1
+    out.put(ok)
+
+
+def test_concurrent_readers_while_writing(tmp_path):
+    ix = MemoryIndex(tmp_path / "ix")
+    ix.rebuild([doc("k", "Kafka retention", "seven days")] + FILLER, commit=None)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    readers = [ctx.Process(target=_reader, args=(str(tmp_path / "ix"), 60, out)) for _ in range(2)]
+    for p in readers:
+        p.start()
+    for i in range(15):
+        ix.update(upserts=[doc(f"w{i}", f"write {i}", "filler")], deletes=[], commit=str(i))
+    ix.rebuild([doc("k", "Kafka retention", "seven days")], commit="r")
+    for p in readers:
+        p.join(60)
+        assert p.exitcode == 0
+    assert [out.get(timeout=5) for _ in readers] == [60, 60]
