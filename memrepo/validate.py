@@ -7,6 +7,7 @@ vault of 100,000 memories.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
@@ -110,7 +111,7 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
             memory, found = check_bytes(ch.path, reader.read(ch.sha))
             problems += found
             if memory is not None and isinstance(memory.meta.get("id"), str):
-                rows.append((Row.of(memory), memory))
+                rows.append((Row.of(memory), replace(memory, blob=ch.sha)))
     deleted = [r for p in deleted_paths for r in catalog._rows("path=?", (p,))]
     overlay = Overlay(catalog, [r for r, _ in rows], deleted_paths)
     problems += check_rows([r for r, _ in rows], overlay, deleted=deleted)
@@ -125,7 +126,7 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
     problems = []
     for row, memory in rows:
-        if row.status != "active" or row.id in via_proposal:
+        if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
         before = catalog.with_id(row.id)
         if before and before[0].status == "active":
@@ -138,6 +139,23 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
                 "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
                 "deliberately with 'git commit --no-verify'")))
     return problems
+
+
+def _as_activated(vault: Vault, row: Row, blob: str | None) -> bool:
+    """True when the staged file is, byte for byte, the activated version on its proposal branch.
+
+    ``git merge`` runs pre-merge-commit before it writes MERGE_HEAD, so a person merging a
+    pushed proposal branch (``memrepo proposals push`` added the activation commit) cannot be
+    recognised by the merge head; the reviewed blob on ``proposal/<id>`` (local or fetched) can.
+    """
+    if not row.proposal or not blob:
+        return False
+    refs = git.run(vault.root, "for-each-ref", "--format=%(refname)", f"refs/heads/proposal/{row.proposal}",
+                   f"refs/remotes/*/proposal/{row.proposal}").split()
+    for ref in refs:
+        if git.run(vault.root, "rev-parse", "-q", "--verify", f"{ref}:{row.path}", check=False).strip() == blob:
+            return True
+    return False
 
 
 def _proposal_ids(vault: Vault, merge_head: str) -> set[str]:
