@@ -22,6 +22,7 @@ edge at all) and unweighted is also offered as a deletion candidate; nothing her
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +47,7 @@ class DecayParams:
     # one hot memory linking to another is then enough to keep it out of the archive
     hub_out_strength: float = 5.0  # a memory pointing at more than this spreads its lending
     rounds: int = 20  # propagation rounds at most (each linear in edges)
-    tolerance: float = 1e-6  # stop when no activity moves more than this
+    tolerance: float = 1e-5  # stop when no activity moves more than this (scores show 3 places)
     archive_threshold: float = 0.08  # below: archive (unless protected)
     delete_threshold: float = 0.02  # below, and isolated and unweighted: deletion candidate
     keystone_weight: float = 0.8  # base weight at or above this: never archived by decay
@@ -146,20 +147,30 @@ def own_activity(count: int, last: str | None, *, now: datetime,
 
 def _propagate(graph: Graph, static: Mapping[str, float],
                params: DecayParams) -> dict[str, float]:
-    """``linked`` for every node: rounds of lending along in-edges until nothing moves."""
-    lenders = _lending_edges(graph, params)
-    linked = dict.fromkeys(graph.nodes, 0.0)
+    """``linked`` for every node: rounds of lending along in-edges until nothing moves.
+
+    Works on positions in packed arrays rather than id-keyed dicts: the same linear rounds,
+    far fewer cache misses at 100k memories.
+    """
+    ids = list(graph.nodes)
+    position = {node_id: k for k, node_id in enumerate(ids)}
+    base = [static[node_id] for node_id in ids]
+    lenders = [(position[target], [(position[src], strength) for src, strength in edges])
+               for target, edges in _lending_edges(graph, params).items()]
+    linked = array("d", bytes(8 * len(ids)))
+    beta, saturation = params.beta, params.link_saturation
     for _ in range(params.rounds):
-        activity = {i: static[i] + params.beta * linked[i] for i in graph.nodes}
+        # a packed array: random reads of neighbours stay in cache, boxed floats would not
+        activity = array("d", [b + beta * x for b, x in zip(base, linked)])
         moved = 0.0
-        for node_id, edges in lenders.items():
-            total = sum(strength * activity[source] for source, strength in edges)
-            value = min(1.0, total / params.link_saturation)
-            moved = max(moved, abs(value - linked[node_id]))
-            linked[node_id] = value
+        for target, edges in lenders:
+            value = min(1.0, sum(strength * activity[src] for src, strength in edges)
+                        / saturation)
+            moved = max(moved, abs(value - linked[target]))
+            linked[target] = value
         if moved < params.tolerance:
             break
-    return linked
+    return dict(zip(ids, linked))
 
 
 def _lending_edges(graph: Graph, params: DecayParams) -> dict[str, list[tuple[str, float]]]:

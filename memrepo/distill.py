@@ -12,8 +12,9 @@ Matching is linear-ish, never all-pairs:
 2. each entry is put into the buckets of its *signature*: its rarest terms, taken until the
    rest of its vector could no longer reach ``similarity`` (prefix filtering), plus its fact
    key. Inside a bucket an entry is compared only with its ``bucket_cap`` predecessors in
-   time, and terms held by more than ``max_df`` of the entries are never bucketed, so the
-   work is at most ``N · signature_size · bucket_cap`` comparisons;
+   time, and terms held by more than ``max_df`` of the entries are dropped after
+   normalising (they dilute, never match), so the work is at most
+   ``N · signature_size · bucket_cap`` comparisons;
 3. pairs scoring at least ``similarity`` (cosine, plus bonuses for a shared fact key and
    shared tags) are joined with union-find;
 4. a cluster seen on ``min_occurrences`` distinct days (or sessions) becomes a candidate,
@@ -29,6 +30,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -44,6 +46,7 @@ _TAG_PREFIX = "#"
 _SUMMARY_WEIGHT = 2  # the summary is the entry's gist; the body adds context and noise
 FACT_BONUS = 0.5  # same subject/fact key: alone it nearly joins two entries
 TAG_BONUS = 0.1  # per shared tag, at most two: helps, never joins on its own
+MIN_SHARED_WORDS = 3  # English words or Chinese bigrams two entries must share to be joined
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime, window_days: int =
                   min_occurrences: int = 3, count_by: CountBy = "day",
                   similarity: float = 0.3, known: Iterable[KnownPattern] = (),
                   layer: str = "L2", signature_size: int = 12, bucket_cap: int = 32,
-                  max_df: float = 0.05) -> DistillResult:
+                  max_df: float = 0.05, min_coherence: float = 0.6) -> DistillResult:
     """Find patterns recurring on ``min_occurrences`` distinct days (or sessions).
 
     ``similarity`` is the score two entries need to be joined: the cosine of their TF-IDF
@@ -155,24 +158,32 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime, window_days: int =
     ``count_by`` says what counts as a separate occurrence: distinct calendar days (in the
     entry's own time zone), distinct sessions, or whichever of the two is larger. Only entries
     created in ``(now - window_days, now]`` are considered. ``max_df`` is the share of entries
-    above which a term is too common to bucket on (it still counts in the similarity).
+    (at least ``bucket_cap`` entries) above which a term is too common to say which thing
+    recurs: it still dilutes an entry's vector but never makes two entries similar.
+    ``min_coherence`` is how close, on average, members must be to their cluster's centroid;
+    a looser cluster (a chain of "User prefers X" / "User prefers Y" …) is split by raising
+    the join threshold inside it until its parts are coherent.
     """
     docs, skipped, out_of_window = _prepare(entries, now=now, window_days=window_days)
-    weights, df = _weigh(docs)
+    too_common = max(bucket_cap, int(max_df * len(docs)))
+    weights, df = _weigh(docs, too_common)
     pairs = _candidate_pairs(weights, df, threshold=similarity, signature_size=signature_size,
-                             bucket_cap=bucket_cap, max_df=max_df)
+                             bucket_cap=bucket_cap)
     scores = _score_pairs(pairs, weights, similarity)
-    clusters = _cluster(len(docs), scores)
+    clusters = _cluster(scores)
     inner = _split_scores(clusters, scores)
     known_list = sorted(known, key=lambda k: k.key)
     candidates, reinforcements, suppressed = [], [], []
-    for members, inner_scores in zip(clusters, inner):
-        group = [docs[i] for i in members]
-        if _occurrences(group, count_by) < min_occurrences:
-            continue
-        pattern = _describe(group, members, weights, inner_scores, layer=layer,
-                            count_by=count_by)
-        _route(pattern, known_list, candidates, reinforcements, suppressed)
+    used: set[str] = set()
+    for cluster, cluster_scores in zip(clusters, inner):
+        for members, inner_scores in _coherent(cluster, cluster_scores, weights,
+                                               similarity, min_coherence):
+            group = [docs[i] for i in members]
+            if _occurrences(group, count_by) < min_occurrences:
+                continue
+            pattern = _describe(group, members, weights, inner_scores, layer=layer,
+                                count_by=count_by, used=used)
+            _route(pattern, known_list, candidates, reinforcements, suppressed)
     return DistillResult(
         candidates=tuple(sorted(candidates, key=lambda c: c.id)),
         reinforcements=tuple(sorted(reinforcements, key=lambda r: r.key)),
@@ -252,8 +263,15 @@ def content_terms(text: str) -> list[str]:
     Chinese paraphrases share characters more than bigrams (深色模式 / 深色主题), so single
     characters count too; grams holding a function character are dropped.
     """
-    return [t for t in terms(text, unigrams=True)
-            if not (is_cjk(t) and any(ch in _ZH_FUNCTION_CHARS for ch in t))]
+    return [t for t in terms(text, unigrams=True) if _is_content(t)]
+
+
+@lru_cache(maxsize=200_000)
+def _is_content(term: str) -> bool:
+    """False for short numbers and Chinese grams holding a function character (cached)."""
+    if term.isdigit():
+        return len(term) > 2  # "39", "10": counts and list numbers, not things
+    return not (is_cjk(term) and any(ch in _ZH_FUNCTION_CHARS for ch in term))
 
 
 def _term_counts(entry: Entry) -> dict[str, float]:
@@ -272,47 +290,61 @@ def _term_counts(entry: Entry) -> dict[str, float]:
     return dict(counts)
 
 
-def _weigh(docs: Sequence[_Doc]) -> tuple[list[dict[str, float]], Counter[str]]:
-    """Unit-length TF-IDF vectors (sub-linear tf, smoothed idf) and document frequencies."""
+def _weigh(docs: Sequence[_Doc],
+           too_common: int) -> tuple[list[dict[str, float]], Counter[str]]:
+    """TF-IDF vectors (sub-linear tf, smoothed idf) and document frequencies.
+
+    Each vector is normalised over all its terms, then terms held by more than
+    ``too_common`` entries are dropped: they say nothing about *which* thing recurs (the
+    article's learned stop words), yet an entry made mostly of them stays far from others
+    instead of looking like a near-duplicate of every other such entry.
+    """
     df: Counter[str] = Counter()
     for doc in docs:
         df.update(doc.counts.keys())
     n = len(docs)
+    idf = {t: math.log((n + 1) / (f + 1)) + 1 for t, f in df.items()}
     vectors = []
     for doc in docs:
-        vec = {t: (1 + math.log(c)) * (math.log((n + 1) / (df[t] + 1)) + 1)
-               for t, c in doc.counts.items()}
+        vec = {t: (1 + math.log(c)) * idf[t] for t, c in doc.counts.items()}
         norm = math.sqrt(sum(w * w for w in vec.values())) or 1.0
-        vectors.append({t: w / norm for t, w in vec.items()})
+        vectors.append({t: w / norm for t, w in vec.items()
+                        if df[t] <= too_common or t.startswith(_FACT_PREFIX)})
     return vectors, df
 
 
 # --- matching --------------------------------------------------------------------------------
 
 def _candidate_pairs(weights: Sequence[dict[str, float]], df: Counter[str], *,
-                     threshold: float, signature_size: int, bucket_cap: int,
-                     max_df: float) -> set[tuple[int, int]]:
-    """Pairs of entries worth scoring: those sharing a signature term, near in time."""
-    too_common = max(bucket_cap, int(max_df * len(weights)))
+                     threshold: float, signature_size: int,
+                     bucket_cap: int) -> list[tuple[int, int]]:
+    """Pairs worth scoring: near in time and sharing two signature terms (or a fact key).
+
+    One shared signature term is what prefix filtering guarantees; asking for two (a pair
+    must share :data:`MIN_SHARED_WORDS` words anyway) cuts the pairs to score several-fold
+    at large sizes, at the price of missing pairs whose second shared word is common.
+    """
     buckets: dict[str, list[int]] = defaultdict(list)
-    pairs: set[tuple[int, int]] = set()
+    pairs: list[tuple[int, int]] = []
     for i, vec in enumerate(weights):  # entries are in time order, so buckets are too
-        for term in _signature(vec, df, threshold, too_common, signature_size):
+        hits: Counter[int] = Counter()
+        for term in _signature(vec, df, threshold, signature_size):
             bucket = buckets[term]
-            pairs.update((j, i) for j in bucket[-bucket_cap:])
+            hits.update(bucket[-bucket_cap:] * (2 if term[0] == "@" else 1))
             bucket.append(i)
+        pairs.extend((j, i) for j, count in hits.items() if count >= 2)
     return pairs
 
 
-def _signature(vec: dict[str, float], df: Counter[str], threshold: float, too_common: int,
+def _signature(vec: dict[str, float], df: Counter[str], threshold: float,
                size: int) -> list[str]:
     """The terms an entry is bucketed under (prefix filtering).
 
     Terms are taken rarest first until the weight left in the rest of the vector is below
     ``threshold``: two unit vectors whose cosine reaches ``threshold`` must then share a
     signature term (the classic all-pairs prefix filter). A term no other entry holds costs
-    nothing (it is never bucketed); terms in more than ``too_common`` entries, and any beyond
-    ``size``, are left out to bound the work: the only approximation.
+    nothing (it is never bucketed); terms beyond ``size`` are left out, and a bucket is
+    searched only ``bucket_cap`` entries back, to bound the work: the approximations.
     """
     left = sum(w * w for w in vec.values())
     limit = threshold * threshold
@@ -322,7 +354,7 @@ def _signature(vec: dict[str, float], df: Counter[str], threshold: float, too_co
         if left < limit or len(signature) >= size:
             break
         left -= vec[term] * vec[term]
-        if 2 <= df[term] <= too_common and term not in signature:
+        if df[term] >= 2 and term not in signature:
             signature.append(term)
     return signature
 
@@ -333,33 +365,39 @@ def _score_pairs(pairs: Iterable[tuple[int, int]], weights: Sequence[dict[str, f
 
     The score is the cosine plus :data:`FACT_BONUS` when both entries carry the same
     ``subject/fact`` key (they are about the same fact, however worded, in any language) and
-    :data:`TAG_BONUS` per shared tag (at most two): people tag deliberately.
+    :data:`TAG_BONUS` per shared tag (at most two): people tag deliberately. Without a shared
+    fact key a pair must share :data:`MIN_SHARED_WORDS` words: one name or one rare word in
+    common ("Zelda Victorson: …" on three days) is a topic, not a pattern.
     """
     kept = {}
     for a, b in pairs:
         va, vb = weights[a], weights[b]
-        if len(vb) < len(va):
-            va, vb = vb, va
         score = 0.0
-        tags = 0
-        for term, w in va.items():
-            if term in vb:
-                score += w * vb[term]
-                if term.startswith(_FACT_PREFIX):
-                    score += FACT_BONUS
-                elif term.startswith(_TAG_PREFIX):
-                    tags += 1
-        score += TAG_BONUS * min(tags, 2)
+        tags = words = 0
+        fact = False
+        for term in va.keys() & vb.keys():  # set intersection runs in C
+            score += va[term] * vb[term]
+            first = term[0]  # pseudo-terms start with a character no word starts with
+            if first == "@":
+                fact = True
+            elif first == "#":
+                tags += 1
+            elif len(term) > 1 or not is_cjk(term):
+                words += 1
+        if not fact and words < MIN_SHARED_WORDS:
+            continue
+        score += TAG_BONUS * min(tags, 2) + (FACT_BONUS if fact else 0.0)
         if score >= threshold:
             kept[(a, b)] = round(min(score, 1.0), 4)
     return kept
 
 
-def _cluster(n: int, edges: Iterable[tuple[int, int]]) -> list[list[int]]:
-    """Connected components (union-find) with two or more members, each sorted."""
-    parent = list(range(n))
+def _cluster(edges: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Connected components (union-find) of ``edges``: sorted lists, sorted by first member."""
+    parent: dict[int, int] = {}
 
     def find(x: int) -> int:
+        parent.setdefault(x, x)
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
@@ -370,9 +408,47 @@ def _cluster(n: int, edges: Iterable[tuple[int, int]]) -> list[list[int]]:
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
     groups: dict[int, list[int]] = defaultdict(list)
-    for i in range(n):
-        groups[find(i)].append(i)
-    return [g for _, g in sorted(groups.items()) if len(g) > 1]
+    for node in sorted(parent):
+        groups[find(node)].append(node)
+    return [g for _, g in sorted(groups.items())]
+
+
+def _coherent(members: list[int], scores: dict[tuple[int, int], float],
+              weights: Sequence[dict[str, float]], threshold: float,
+              min_coherence: float) -> list[tuple[list[int], dict[tuple[int, int], float]]]:
+    """Split a chained cluster into coherent parts, raising the join threshold by 0.05 steps.
+
+    Single-link clustering chains: A~B, B~C can join A and C that share only boiler-plate.
+    Each part is returned with the pair scores inside it; parts of one member vanish.
+    """
+    done, todo = [], [(members, scores, threshold)]
+    while todo:
+        group, inner, level = todo.pop()
+        if _coherence(group, weights) >= min_coherence:
+            done.append((group, inner))
+            continue
+        level = round(level + 0.05, 4)
+        strong = [pair for pair, s in inner.items() if s >= level]
+        for part in _cluster(strong):
+            chosen = set(part)
+            todo.append((part, {p: s for p, s in inner.items()
+                                if p[0] in chosen and p[1] in chosen}, level))
+    return sorted(done, key=lambda d: d[0])
+
+
+def _coherence(members: Sequence[int], weights: Sequence[dict[str, float]]) -> float:
+    """Mean cosine of the members' vectors with their (normalised) centroid."""
+    centroid: dict[str, float] = defaultdict(float)
+    for i in members:
+        for term, w in weights[i].items():
+            centroid[term] += w
+    norm = math.sqrt(sum(w * w for w in centroid.values())) or 1.0
+    total = 0.0
+    for i in members:
+        vec = weights[i]
+        length = math.sqrt(sum(w * w for w in vec.values())) or 1.0
+        total += sum(w * centroid[t] for t, w in vec.items()) / (norm * length)
+    return total / len(members)
 
 
 def _split_scores(clusters: Sequence[Sequence[int]],
@@ -407,7 +483,7 @@ def _session_key(doc: _Doc) -> str:
 
 def _describe(group: Sequence[_Doc], members: Sequence[int],
               weights: Sequence[dict[str, float]], inner: dict[tuple[int, int], float], *,
-              layer: str, count_by: CountBy) -> Candidate:
+              layer: str, count_by: CountBy, used: set[str]) -> Candidate:
     """Turn a cluster into a candidate with a stable key and deterministic text."""
     vecs = [weights[i] for i in members]
     shared = _shared_terms(vecs)
@@ -416,6 +492,9 @@ def _describe(group: Sequence[_Doc], members: Sequence[int],
     subjects = sorted({d.entry.subject for d in group})
     subject = subjects[0] if len(subjects) == 1 else "mixed"
     key = _pattern_key(layer, subject, fact, shared)
+    if key in used:  # two patterns with the same gist in one run: tell them apart by members
+        key = _pattern_key(layer, subject, fact, [min(d.entry.id for d in group)])
+    used.add(key)
     id_of = {i: d.entry.id for i, d in zip(members, group)}
     rep = _representative(group, members, inner)
     ordered = sorted(group, key=lambda d: (d.when, d.entry.id))
