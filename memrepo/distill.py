@@ -428,11 +428,10 @@ def _coherent(members: list[int], scores: dict[tuple[int, int], float],
             done.append((group, inner))
             continue
         level = round(level + 0.05, 4)
-        strong = [pair for pair, s in inner.items() if s >= level]
-        for part in _cluster(strong):
-            chosen = set(part)
-            todo.append((part, {p: s for p, s in inner.items()
-                                if p[0] in chosen and p[1] in chosen}, level))
+        strong = {pair: s for pair, s in inner.items() if s >= level}
+        parts = _cluster(strong)
+        todo.extend((part, part_scores, level)
+                    for part, part_scores in zip(parts, _split_scores(parts, strong)))
     return sorted(done, key=lambda d: d[0])
 
 

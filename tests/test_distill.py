@@ -198,3 +198,15 @@ def test_promote_needs_more_occurrences():
 def test_naive_now_is_refused():
     with pytest.raises(ValueError):
         find_patterns(DARK_EN, now=datetime(2026, 11, 20))
+
+
+def test_two_preferences_in_the_same_words_stay_two_patterns():
+    tabs = [entry("t1", 2, "User prefers tabs over spaces in Python files",
+                  "Reformatted the module with tabs as the user asked."),
+            entry("t2", 8, "Python indentation switched to tabs again, user likes tabs",
+                  "Spaces were reverted to tabs."),
+            entry("t3", 13, "User asked for tabs instead of spaces in Python again",
+                  "Changed the formatter settings to tabs.")]
+    result = find_patterns(DARK_EN + tabs + NOISE, now=NOW)
+    assert sorted(members(result)) == [("en1", "en2", "en3"), ("t1", "t2", "t3")]
+    assert len({c.id for c in result.candidates}) == 2
