@@ -254,6 +254,27 @@ def decay_params(vault: Vault):
         raise UsageError(f".memrepo/config.toml [decay]: {e}; see the README for the parameters") from None
 
 
+def _with_writes(recall: dict[str, tuple[int, str | None]], memories: list[Memory]) -> dict[str, tuple[int, str | None]]:
+    """Writing or updating a memory counts as one use of it.
+
+    Without this, a vault whose agents never log recalls would see every memory go cold
+    after the grace period; with it, a memory nobody touched fades over months instead.
+    """
+    out = dict(recall)
+    for m in memories:
+        touched = str(m.meta.get("updated") or m.meta.get("created") or "")
+        count, last = out.get(m.id, (0, None))
+        out[m.id] = (count + 1, max(filter(None, (last, touched)), default=None, key=_instant))
+    return out
+
+
+def _instant(value: str) -> dt.datetime:
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+
+
 @dataclass(frozen=True)
 class DecayReport:
     now: str
@@ -279,7 +300,7 @@ def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool =
         vault.require_main_checkout()
     with vault.lock():
         graph, memories = build_graph(vault)
-        recall = _stats(vault).recall_summary()
+        recall = _with_writes(_stats(vault).recall_summary(), memories)
         activity = algo.compute_activity(graph, recall=recall, now=when, params=params)
         plan = algo.plan_archive(activity, graph, now=when, params=params)
         decisions = tuple({"id": d.id, "action": d.action, "delete_candidate": d.delete_candidate,

@@ -148,6 +148,33 @@ class Stats:
         return frozenset(t for t, failed, ok in rows if failed >= min_sessions and ok == 0)
 
 
+    # ---- for the lifecycle (influence decay, memory graph) ---------------------------
+    def recall_summary(self) -> dict[str, tuple[int, str | None]]:
+        """Per memory: (successful recalls, time of the last one) for influence decay.
+
+        A recall counts as successful when its session marked the memory useful, or when
+        nobody marks anything (a recall by itself is then the best signal there is); useful
+        marks count as recalls too.
+        """
+        out: dict[str, tuple[int, float]] = {}
+        rows = self.db.execute("""
+            SELECT mem, COUNT(*), MAX(ts) FROM (
+                SELECT h.mem AS mem, r.ts AS ts FROM recall_hit h JOIN recall r ON r.rid = h.rid
+                UNION ALL SELECT mem, ts FROM useful) GROUP BY mem""")
+        for mem, count, last in rows:
+            out[mem] = (int(count), last)
+        return {m: (c, datetime.fromtimestamp(t, timezone.utc).isoformat() if t else None)
+                for m, (c, t) in sorted(out.items())}
+
+    def cooccurrences(self, min_count: int = 2) -> list[tuple[str, str, int]]:
+        """Pairs of memories returned together by ``min_count``+ recalls: graph edges."""
+        rows = self.db.execute("""
+            SELECT a.mem, b.mem, COUNT(DISTINCT a.rid) FROM recall_hit a
+            JOIN recall_hit b ON a.rid = b.rid AND a.mem < b.mem
+            GROUP BY a.mem, b.mem HAVING COUNT(DISTINCT a.rid) >= ?
+            ORDER BY a.mem, b.mem""", (min_count,))
+        return [(a, b, int(n)) for a, b, n in rows]
+
 def _heat(events: list[tuple[float, float]], now_ts: float, created_ts: float | None) -> float:
     if not events:
         return 0.0

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# A short scripted tour of memrepo on a throw-away vault (run by `make demo`).
+set -euo pipefail
+export MEMREPO_AUTHOR="${MEMREPO_AUTHOR:-demo-agent}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/memrepo-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+# A throw-away identity so the demo runs on machines without git config.
+export GIT_CONFIG_GLOBAL="$WORK/gitconfig"
+git config --global user.name "Demo Person"
+git config --global user.email "demo@example.invalid"
+V="$WORK/vault"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+step "1. Create a vault: a git repository with the memory layout and validating hooks"
+run memrepo init "$V"
+cd "$V"
+run git log --oneline
+
+step "2. Low-risk memories commit straight to main (one memory = one commit)"
+run memrepo add --subject user --fact ui.theme --kind preference --tag '#界面' \
+    --summary "User prefers dark mode" --body "Asked twice for a dark editor theme."
+run memrepo add --subject project-alpha --kind knowledge --tag '#数据库' \
+    --summary "配置数据库连接池：最大线程数 32" --body "连接池 max_threads=32, 超时 5s (Redis 超时 3s)."
+
+step "3. A high-risk constraint stops for a person: it becomes a proposal branch"
+run memrepo add --subject project-alpha --fact release.auto_publish --kind constraint \
+    --summary "当前阶段禁止自动发布" --evidence "docs/release.md#L10-L20" \
+    --affects "release pipeline must wait for a human" --json
+P=$(memrepo proposals --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+run memrepo proposals
+run memrepo review "$P"
+
+step "4. Apply it: one merge commit on main"
+run memrepo apply "$P"
+run git log --oneline --graph -5
+
+step "5. Search (Chinese, English, natural questions; honest when nothing fits)"
+run memrepo search "数据库"
+run memrepo search "can we auto publish releases?"
+run memrepo search "quantum chromodynamics lecture notes" --json
+
+step "6. A model-inferred override is high risk too; apply it, then undo it with git revert"
+run memrepo add --subject project-alpha --fact release.auto_publish --kind state --source model-inference \
+    --summary "允许自动发布" --body "Inferred from the last three green releases."
+P2=$(memrepo proposals --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+run memrepo apply "$P2"
+run memrepo list --subject project-alpha
+M=$(git rev-parse HEAD)
+run git revert --no-edit -m 1 "$M"
+run memrepo list --subject project-alpha
+run memrepo validate
+run memrepo history project-alpha release.auto_publish
+
+step "7. A person edits a memory by hand; the pre-commit hook refuses a credential"
+F=$(ls memories/L1/*/*.md | head -1)
+printf '\napi_key = sk-%s\n' "abcdefghijklmnopqrstuvwx0123456789" >> "$F"
+git add "$F"
+if git commit -qm "hand edit"; then echo "unexpected: commit accepted"; exit 1; else echo "(refused, as it should be)"; fi
+git checkout -q HEAD -- "$F"
+
+step "8. Nightly distill: the same preference on three different days becomes an L2 candidate"
+for d in 2026-11-20 2026-11-22 2026-11-25; do
+  printf '{"subject":"user","summary":"User asked for the dark editor theme again","body":"Switched the editor to dark mode; the user prefers dark themes.","created":"%sT09:00:00+00:00","session":"s-%s"}\n' "$d" "$d"
+done > "$WORK/days.jsonl"
+run memrepo import "$WORK/days.jsonl"
+run memrepo distill --now 2026-11-29
+run memrepo proposals
+D=$(memrepo proposals --json | python3 -c 'import json,sys; print([p["id"] for p in json.load(sys.stdin) if p["id"].startswith("distill_")][0])')
+run memrepo review "$D"
+run memrepo distill --now 2026-11-29
+
+step "Done. The vault was $V (deleted on exit)."
