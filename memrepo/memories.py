@@ -151,8 +151,23 @@ class ImportResult:
                 "skipped": [str(p) for p in self.skipped]}
 
 
+def parse_notes(path: Path, *, author: str) -> tuple[list[tuple[int, Memory]], list[Problem]]:
+    """Memories from a folder (or file) of markdown notes written by other tools."""
+    from memrepo.foreign import read_notes
+    items, problems = [], []
+    for n, (where, record, problem) in enumerate(read_notes(path), start=1):
+        if record is None:
+            problems.append(Problem(where, "(file)", problem))
+            continue
+        body = record.pop("body", "")
+        items.append((n, _import_memory(record, str(body), author)))
+    return items, problems
+
+
 def parse_jsonl(path: Path, *, author: str) -> tuple[list[tuple[int, Memory]], list[Problem]]:
     """Memories of an import file with their line numbers, and the problems of bad lines."""
+    if path.is_dir() or path.suffix == ".md":
+        return parse_notes(path, author=author)
     items, problems = [], []
     name = str(path)
     try:
