@@ -169,7 +169,10 @@ def _fields(doc: IndexDoc) -> dict:
     # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
     business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
     facets = [t for t in doc.tags if not t.startswith("#")]
-    keys = " ".join(x for x in (doc.subject, doc.fact, *facets) if x)
+    # identifiers written in the text (INC-88814, release.auto_publish) are exact keys too
+    from memrepo.analysis import KEY_RE
+    ids = dict.fromkeys(k.lower().strip(".-_") for k in KEY_RE.findall(f"{doc.summary} {doc.body}"))
+    keys = " ".join(x for x in (doc.subject, doc.fact, *facets, *ids) if x)
     out = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
         fact=doc.fact or "", status=doc.status, tag=",".join(t.lower().lstrip("#") for t in doc.tags),
@@ -402,7 +405,7 @@ class Tuning:
     weights: tuple[tuple[str, float], ...] = (
         ("tagtext", 3.0), ("keys", 2.0), ("summary", 0.5), ("body", 1.0))
     fact_weights: tuple[tuple[str, float], ...] = (
-        ("tagtext", 3.0), ("keys", 4.0), ("summary", 1.0), ("body", 0.7))
+        ("tagtext", 1.5), ("keys", 2.0), ("summary", 1.0), ("body", 1.0))
     howto_weights: tuple[tuple[str, float], ...] = (
         ("tagtext", 2.0), ("keys", 1.0), ("summary", 0.5), ("body", 1.2))
     exact_key_boost: float = 6.0
@@ -518,6 +521,10 @@ def _filters(q: SearchQuery, history: bool):
     return flt, mask
 
 
+def _df(searcher, term: str) -> int:
+    return max(searcher.doc_frequency(f, term) for f in PROSE_FIELDS)
+
+
 def _idf(searcher, term: str) -> float:
     n = max(searcher.doc_count(), 1)
     df = max(searcher.doc_frequency(f, term) for f in PROSE_FIELDS)
@@ -571,8 +578,12 @@ def _rerank(searcher, cands: list[_Cand], terms: Counter, stats: "Stats | None",
     cands.sort(key=lambda c: (-c.score, c.fields["id"]))
     if not terms:
         return cands[:limit]
-    idf = {t: _idf(searcher, t) for t in terms}
-    floor = min(tuning.floor, 1.5 / len(terms))
+    # terms no memory contains (e.g. bigrams across a Chinese word boundary) say nothing
+    # about relevance: leave them out of the share
+    idf = {t: _idf(searcher, t) for t in terms if _df(searcher, t)}
+    if not idf:
+        return []
+    floor = min(tuning.floor, 1.5 / len(idf))
     if max(_coverage(searcher, c, idf) for c in cands[:limit]) < floor:
         return []
     kept = []
