@@ -323,44 +323,62 @@ def main(argv: list[str] | None = None) -> int:
     print(f"process start-up floor (memrepo --help): p50 {startup['p50']} ms, p95 {startup['p95']} ms, "
           f"CPU p50 {startup['cpu_p50']} ms", flush=True)
 
-    results, profiles = [], {}
+    results: list[dict] = []
+    failures: list[dict] = []
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every size, so a failure at 100k keeps the smaller sizes
+        info["loadavg_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        done = [r for r in results if "hook_commit" in r]
+        out.write_text(json.dumps({"bench": "write_path", "machine": info, "runs": args.runs, "warmups": WARMUPS,
+                                   "seed": SEED, "startup_ms": startup, "results": done, "failures": failures,
+                                   "verdict": verdict(done) if done else [],
+                                   "units": "ms unless named otherwise"}, indent=2, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+
     try:
         for size in sizes:
             print(f"\n== {size:,} memories", flush=True)
-            vault, imp = build_vault(work, size, args.synth, env)
-            print(f"import: {imp['seconds']} s, {imp['per_second']:,.0f} memories/s", flush=True)
-            r = {"size": size, "import": imp}
-            r["add_cli"] = add_cli(vault, env, args.runs)
-            print(f"add CLI: {r['add_cli']}", flush=True)
-            r["add_in_process"] = add_in_process(vault, args.runs)
-            print(f"add in-process: {r['add_in_process']}", flush=True)
-            r["hook_commit"], r["commit_no_verify"] = hook_commits(vault, env, args.runs)
-            print(f"hook commit: {r['hook_commit']}; --no-verify: {r['commit_no_verify']}", flush=True)
-            r["validate"] = validate(vault, env, args.validate_runs if size <= 10_000 else 1)
-            print(f"validate: {r['validate']}", flush=True)
-            if args.profile:
-                profiles[size] = profile_once(vault, env, Path(args.profile).resolve(), size)
-                for op, text in profiles[size].items():
-                    print(f"\n-- profile of one {op} at {size:,} memories (cumulative s, cProfile overhead included)\n{text}", flush=True)
-            results.append(r)
+            try:
+                measure_size(work, size, args, env, results)
+            except SystemExit as e:  # a failed step: record it, go on with the next size
+                print(str(e), flush=True)
+                failures.append({"size": size, "error": str(e)[-4000:]})
+            save()
             if not args.keep:
-                shutil.rmtree(vault, ignore_errors=True)
+                shutil.rmtree(work / f"vault-{size}", ignore_errors=True)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 
-    print("\n" + table(results))
-    for line in verdict(results):
-        print(line)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    info["loadavg_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    out.write_text(json.dumps({"bench": "write_path", "machine": info, "runs": args.runs, "warmups": WARMUPS,
-                               "seed": SEED, "startup_ms": startup, "results": results, "verdict": verdict(results),
-                               "units": "ms unless named otherwise"}, indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    done = [r for r in results if "hook_commit" in r]
+    if done:
+        print("\n" + table(done))
+        for line in verdict(done):
+            print(line)
+    for f in failures:
+        print(f"FAILED at {f['size']:,} memories: {f['error'].splitlines()[0]}")
     print(f"wrote {out}")
-    return 0
+    return 1 if failures else 0
+
+
+def measure_size(work: Path, size: int, args, env: dict[str, str], results: list[dict]) -> None:
+    vault, imp = build_vault(work, size, args.synth, env)
+    print(f"import: {imp['seconds']} s, {imp['per_second']:,.0f} memories/s (CPU {imp['cpu_seconds']} s)", flush=True)
+    r = {"size": size, "import": imp}
+    results.append(r)
+    r["add_cli"] = add_cli(vault, env, args.runs)
+    print(f"add CLI: {r['add_cli']}", flush=True)
+    r["add_in_process"] = add_in_process(vault, args.runs)
+    print(f"add in-process: {r['add_in_process']}", flush=True)
+    r["hook_commit"], r["commit_no_verify"] = hook_commits(vault, env, args.runs)
+    print(f"hook commit: {r['hook_commit']}; --no-verify: {r['commit_no_verify']}", flush=True)
+    if args.profile:
+        for op, text in profile_once(vault, env, Path(args.profile).resolve(), size).items():
+            print(f"\n-- profile of one {op} at {size:,} memories (cumulative s, cProfile overhead included)\n{text}", flush=True)
+    r["validate"] = validate(vault, env, args.validate_runs if size <= 10_000 else 1)
+    print(f"validate: {r['validate']}", flush=True)
 
 
 if __name__ == "__main__":
