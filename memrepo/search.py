@@ -75,8 +75,10 @@ def _read_worktree(vault: Vault, path: str):
 
 def _dirty_paths(vault: Vault) -> set[str]:
     """Memory files that differ from HEAD in the working tree (edited, staged, new, deleted)."""
+    # A reader must never take .git/index.lock: a plain 'git status' refreshes the index and
+    # would make a concurrent memrepo write (or the user's own git) fail on the lock.
     out = git.run(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                  "--", *MEMORY_ROOTS)
+                  "--", *MEMORY_ROOTS, env={"GIT_OPTIONAL_LOCKS": "0"})
     return {rec[3:] for rec in out.split("\0") if len(rec) > 3 and is_memory_path(rec[3:])}
 
 
