@@ -217,6 +217,12 @@ def _free_proposal_id(vault: Vault, base: str) -> str:
         n += 1
 
 
+def _rows(memories: Iterable[Memory]) -> list:
+    """Check rows of files a commit removes (moves to ``archive/`` or another layer)."""
+    from memrepo.checks import Row
+    return [Row.of(m) for m in memories]
+
+
 # ------------------------------------------------------------------ graph & decay
 
 def _nodes(memories: Iterable[Memory]):
@@ -316,8 +322,9 @@ def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool =
         message = (f"memrepo: archive {len(moved)} cold memor{'y' if len(moved) == 1 else 'ies'} (influence decay)\n\n"
                    + "\n".join(f"- {m.id}: {reasons[m.id]}" for m in moved)
                    + f"\n\nRevert this commit to bring them back.\n\nMemrepo-Action: archive\nMemrepo-Ids: {','.join(plan.archived)}\n")
-        vault.check_new(moved, deleted=[])
-        commit = vault.commit(writes=moved, deletes=[by_id[i].path for i in plan.archived], message=message).commit
+        old = [by_id[i] for i in plan.archived]
+        vault.check_new(moved, deleted=_rows(old))  # a move: the old file goes in the same commit
+        commit = vault.commit(writes=moved, deletes=[m.path for m in old], message=message).commit
         proposal = None
         doomed = [m for m in moved if m.id in set(plan.deletion_candidates)]
         if doomed:
@@ -356,15 +363,16 @@ def cleanup(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool
         if dry_run or not plan.actions:
             return CleanupReport(when.isoformat(), actions, skipped)
         by_id = {m.id: m for m in expiring}
-        writes, deletes = [], []
+        writes, moved = [], []
         for a in plan.actions:
             old = by_id[a.id]
             new = (old.evolve(layer="L1", updated=when.isoformat()) if a.action == "demote"
                    else old.evolve(status="archived", updated=when.isoformat()))
             writes.append(new)
             if new.path != old.path:
-                deletes.append(old.path)
-        vault.check_new(writes, deleted=[])
+                moved.append(old)
+        vault.check_new(writes, deleted=_rows(moved))
+        deletes = [m.path for m in moved]
         message = (f"memrepo: clean up {len(writes)} expired memor{'y' if len(writes) == 1 else 'ies'}\n\n"
                    + "\n".join(f"- {a.id}: {a.reason}" for a in plan.actions)
                    + "\n\nMemrepo-Action: cleanup\n")
