@@ -87,8 +87,10 @@ def git_path(root: Path, name: str) -> Path:
 
 def identity(root: Path) -> tuple[str, str]:
     """The committer identity git would use, or memrepo's fallback when none is configured."""
-    name = run(root, "config", "user.name", check=False).strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
-    email = run(root, "config", "user.email", check=False).strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
+    found = dict(line.split(" ", 1) for line in run(
+        root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
+    name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
+    email = found.get("user.email", "").strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
     return name, email
 
 
@@ -197,10 +199,14 @@ def _data(payload: bytes) -> bytes:
 
 
 def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None],
-                       message: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None) -> str:
+                       message: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None,
+                       ref: str | None = None, old: str | None = None, reason: str = "memrepo") -> str:
     """Write one commit with ``changes`` (path -> new bytes, None deletes) on top of ``parent``.
 
-    Returns the commit id; no branch is moved (that is :func:`update_ref`'s compare-and-swap).
+    Returns the commit id. With ``ref``, the ref then moves to it only if it still points at
+    ``old`` (None: must not exist yet), in the same transaction that drops fast-import's
+    scratch ref. fast-import itself is never pointed at a real branch: given ``from``, it
+    would move the branch even where that drops commits.
     """
     name, email = author or identity(root)
     stamp = f"{int(time.time())} +0000"
@@ -220,7 +226,10 @@ def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, 
     stream.append(b"\nget-mark :1\ndone\n")
     out = run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
     sha = out.strip().splitlines()[-1]
-    run(root, "update-ref", "-d", tmp_ref)
+    commands = f"delete {tmp_ref}\n"
+    if ref is not None:
+        commands = f"update {ref} {sha} {old or ZERO}\n" + commands
+    run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())
     return sha
 
 

@@ -88,8 +88,8 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Reason: {reason}\n")
     changes: dict[str, bytes | None] = {m.path: None for m in deletes}
     changes.update({m.path: _bytes(m) for m in memories})
-    sha = git.fast_import_commit(vault.root, parent=base, changes=changes, message=message)
-    git.update_ref(vault.root, f"refs/heads/{branch}", sha, None, f"memrepo: propose {pid}")
+    git.fast_import_commit(vault.root, parent=base, changes=changes, message=message,
+                           ref=f"refs/heads/{branch}", old=None, reason=f"memrepo: propose {pid}")
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
@@ -384,8 +384,8 @@ def reject(vault: Vault, ref: str, *, why: str, reviewer: str | None = None) -> 
         reviewer = reviewer or git.identity(vault.root)[0]
         message = (f"memrepo: reject {proposal.id}\n\n{why.strip()}\n\nMemrepo-Action: reject\n"
                    f"Memrepo-Proposal: {proposal.id}\nMemrepo-Reviewer: {reviewer}\nMemrepo-Why: {' '.join(why.split())}\n")
-        sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes={}, message=message)
-        git.update_ref(vault.root, REJECTED_PREFIX + proposal.id, sha, None, f"memrepo: rejected {proposal.id}")
+        sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes={}, message=message,
+                                     ref=REJECTED_PREFIX + proposal.id, old=None, reason=f"memrepo: rejected {proposal.id}")
         git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
     return sha
 
@@ -414,8 +414,8 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
-    sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes=changes, message=message)
-    git.update_ref(vault.root, f"refs/heads/{proposal.branch}", sha, proposal.tip, f"memrepo: activate {proposal.id}")
+    git.fast_import_commit(vault.root, parent=proposal.tip, changes=changes, message=message,
+                           ref=f"refs/heads/{proposal.branch}", old=proposal.tip, reason=f"memrepo: activate {proposal.id}")
 
 
 def pending_ids(proposals: Iterable[Proposal]) -> set[str]:

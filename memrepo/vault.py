@@ -192,8 +192,8 @@ class Vault:
             self._refuse_dirty(paths)
         changes: dict[str, bytes | None] = {p: None for p in deletes}
         changes.update({m.path: render_bytes(m) for m in writes})
-        sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge)
-        git.update_ref(self.root, ref, sha, old, f"memrepo: {message.splitlines()[0]}")
+        sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge,
+                                     ref=ref, old=old, reason=f"memrepo: {message.splitlines()[0]}")
         if checked_out:
             self._update_checkout(changes)
         if ref == self.main_ref and self._catalog is not None:
@@ -201,6 +201,9 @@ class Vault:
         return CommitResult(sha, tuple(sorted(changes)))
 
     def _refuse_dirty(self, paths: list[str]) -> None:
+        # A path that exists nowhere in the working tree cannot hold uncommitted edits (a new
+        # memory): skip asking git, the common case of every add.
+        paths = [p for p in paths if os.path.lexists(self.root / p)]
         if not paths:
             return
         dirty = git.status_porcelain(self.root, paths)
