@@ -96,7 +96,12 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
     vault.require_main_checkout()
     with vault.lock():
         entry = activation(vault, memory_id)
-        changes = _changed(vault, entry)
+        current = vault.get(memory_id)
+        everything = _changed(vault, entry)
+        # Only this memory's part of the commit: an import or a batch proposal activates many
+        # memories in one commit, and rolling back one id must not delete the others.
+        mine = {memory_id, current.meta.get("supersedes")} - {None}
+        changes = [c for c in everything if c.path.rsplit("/", 1)[-1][:-3] in mine]
         paths = [c.path for c in changes]
         later = git.log(vault.root, f"{entry.commit}..{vault.main_ref}", paths=paths, extra=["--first-parent"])
         if later:
@@ -110,13 +115,14 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
                 deletes.append(ch.path)
             else:
                 writes.append(vault.read_at(parent, ch.path))
-        current = vault.get(memory_id)
         if current.path in deletes:
             deletes.remove(current.path)
             writes.append(current.evolve(status="rolled_back", updated=now_iso()))
         vault.check_new(writes, deleted=[])
         message = (f"memrepo: rollback {memory_id}: revert {entry.commit[:12]}\n\n"
-                   f"This reverts commit {entry.commit} ({entry.subject}).\n"
+                   + (f"This reverts commit {entry.commit} ({entry.subject}).\n" if len(changes) == len(everything) else
+                      f"This reverts the part of commit {entry.commit} ({entry.subject}) that changed "
+                      f"{', '.join(sorted(paths))}.\n")
                    + (f"\n{reason.strip()}\n" if reason.strip() else "")
                    + f"\nMemrepo-Action: rollback\nMemrepo-Id: {memory_id}\nMemrepo-Reverts: {entry.commit}\n")
         return vault.commit(writes=writes, deletes=deletes, message=message).commit

@@ -539,3 +539,25 @@ def test_hand_revert_of_a_rollback_commit_is_not_checked(vault):
         subprocess.run(["git", "-C", str(vault.root), "revert", "--abort"], capture_output=True, env=person_env())
         assert vault.head() == head
     assert validate.validate_tree(vault) == []
+
+
+def test_rollback_of_one_imported_memory_keeps_the_rest_of_the_import(vault, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps({"id": f"mem_i{i}", "layer": "L2", "summary": f"item {i}"}) for i in range(3)) + "\n")
+    memories.import_jsonl(vault, src)
+    commit = provenance.rollback(vault, "mem_i1")
+    assert statuses(vault) == {"mem_i0": "active", "mem_i1": "rolled_back", "mem_i2": "active"}
+    assert git(vault.root, "diff", "--name-only", f"{commit}^", commit).split() == ["memories/L2/mem_i1.md"]
+    assert validate.validate_tree(vault) == []
+
+
+def test_rollback_of_one_memory_of_an_applied_batch_proposal(vault, tmp_path):
+    old_fact(vault)
+    src = tmp_path / "batch.jsonl"
+    src.write_text(json.dumps({"id": "mem_b1", "layer": "L2", "summary": "b1"}) + "\n"
+                   + json.dumps({"id": "mem_b2", "layer": "L2", "summary": "b2"}) + "\n")
+    result = memories.import_jsonl(vault, src, propose=True)
+    proposals.apply(vault, result.proposal)
+    provenance.rollback(vault, "mem_b2")
+    assert statuses(vault) == {"mem_old": "active", "mem_b1": "active", "mem_b2": "rolled_back"}
+    assert validate.validate_tree(vault) == []
