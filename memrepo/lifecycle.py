@@ -134,16 +134,13 @@ def known_patterns(vault: Vault):
     for memory in _read_main(vault, on_main)[0]:
         note(memory, "rejected" if memory.meta.get("status") == "rolled_back" else "applied")
     for p in proposals.list_proposals(vault, include_closed=True):
-        if not any(i.startswith("pat_") for i in p.ids) or p.status == "applied" and not p.outcome.get("declined"):
-            continue
-        declined = set(p.outcome.get("declined", "").split(","))
+        if all(i in found for i in p.ids if i.startswith("pat_")):
+            continue  # no pattern, or every one is on main (applied) and noted above
         for memory in proposals.memories_of(vault, p):
-            if memory.id in found:
-                continue
-            if p.status == "open":
-                note(memory, "proposed")
-            elif p.status == "rejected" or memory.id in declined:
-                note(memory, "rejected")
+            if memory.id not in found:
+                # closed but not on main: rejected, declined by 'apply --only', or applied and
+                # then taken back by a person ('git revert' of the apply): not proposed again
+                note(memory, "proposed" if p.status == "open" else "rejected")
     return sorted(found.values(), key=lambda k: k.key)
 
 

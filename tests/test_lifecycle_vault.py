@@ -4,6 +4,7 @@ influence decay with keystones, archive and its revert, deletion proposals, expi
 the nightly job with its lock and log, scheduling, and the memory graph."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -177,6 +178,29 @@ def test_apply_only_one_candidate_declines_the_other_for_good(vault):
     assert {s["pattern"]: s["status"] for s in again.suppressed} == {by_lang["zh"]: "rejected"}
 
 
+def test_pattern_taken_back_with_git_revert_is_not_proposed_again(vault):
+    load(vault, DARK_EN + NOISE)
+    report = lifecycle.distill(vault, now=NOW)
+    merge = proposals.apply(vault, report.proposal)
+    git(vault.root, "revert", "--no-edit", "-m", "1", merge)  # the undo 'memrepo apply' prints
+    assert vault.list(layer="L2") == []
+    again = lifecycle.distill(vault, now=NOW)
+    assert again.candidates == () and again.proposal is None
+    assert [s["status"] for s in again.suppressed] == ["rejected"]
+    assert proposal_branches(vault) == []
+
+
+def test_distill_with_another_branch_checked_out_leaves_the_checkout_alone(vault):
+    load(vault, DARK_EN + NOISE)
+    git(vault.root, "switch", "-qc", "notes")
+    head = git(vault.root, "rev-parse", "HEAD")
+    report = lifecycle.distill(vault, now=NOW)
+    assert report.proposal == "distill_20261120"
+    assert git(vault.root, "rev-parse", "HEAD") == head
+    assert git(vault.root, "symbolic-ref", "HEAD").strip() == "refs/heads/notes"
+    clean(vault)
+
+
 BAD_ENTRY = "---\nid: l1_broken\nlayer: L1\nsummary: [unclosed\ncreated: 2026-11-10\n---\nUser prefers dark mode.\n"
 
 
@@ -230,7 +254,7 @@ LATER = "2026-12-30"
 
 
 def old_memory(memory_id, summary, **extra):
-    return {"id": memory_id, "subject": "proj", "kind": "knowledge", "layer": "L2", "created": OLD,
+    return {"id": memory_id, "subject": "proj", "kind": "knowledge", "layer": "L2", "created": extra.pop("created", OLD),
             "summary": summary, "body": extra.pop("body", summary + "."), **extra}
 
 
@@ -246,6 +270,20 @@ def test_keystones_are_never_archived(vault):
     assert "mem_cold" in report.archived
     assert {"mem_key_weight", "mem_key_linked"}.isdisjoint(report.archived)
     assert {r["id"] for r in vault.list(status="active")} >= {"mem_key_weight", "mem_key_linked"}
+
+
+def test_recent_recalls_keep_an_old_memory(vault):
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)  # recalls are logged at the real time
+    year_ago = (now - dt.timedelta(days=365)).isoformat()
+    load(vault, [old_memory("mem_used", "kafka retention is 7 days", created=year_ago),
+                 old_memory("mem_unused", "fax machine on floor 2", created=year_ago)])
+    for session in ("s1", "s2"):
+        result, _ = search.search(vault, "kafka retention", session=session, log_recalls=True)
+        assert [h.id for h in result.hits] == ["mem_used"]
+        search.mark_useful(vault, "mem_used", session=session)
+    report = lifecycle.decay(vault, now=now + dt.timedelta(days=40))
+    assert report.archived == ("mem_unused",)
+    assert vault.get("mem_used").meta["status"] == "active"
 
 
 def test_cold_memory_archived_in_one_commit_and_revert_restores_it(vault):
