@@ -38,6 +38,17 @@ def install(root: Path, *, python: str | None = None) -> list[str]:
     return done
 
 
+def _merging_now() -> str | None:
+    """The commit ``git merge`` is merging while pre-merge-commit runs.
+
+    git writes MERGE_HEAD only after that hook, but exports ``GITHEAD_<sha>=<name>`` for the
+    merge it is making; without it a teammate pulling a proposal merged on the forge into a
+    diverged main would be refused, as if the high-risk memory skipped review.
+    """
+    heads = [k.removeprefix("GITHEAD_") for k in os.environ if k.startswith("GITHEAD_")]
+    return heads[0] if len(heads) == 1 and len(heads[0]) >= 40 else None
+
+
 def run_pre_commit(start: Path) -> list[Problem]:
     """The pre-commit check for the vault at ``start`` (git runs hooks at the top level)."""
     from memrepo.validate import check_staged
@@ -45,7 +56,7 @@ def run_pre_commit(start: Path) -> list[Problem]:
 
     vault = Vault.find(start)
     merge_head_file = git.git_path(vault.root, "MERGE_HEAD")
-    merge_head = merge_head_file.read_text().split()[0] if merge_head_file.exists() else None
+    merge_head = merge_head_file.read_text().split()[0] if merge_head_file.exists() else _merging_now()
     index_file = os.environ.get("GIT_INDEX_FILE")
     if index_file and not os.path.isabs(index_file):
         index_file = str(vault.root / index_file)

@@ -561,3 +561,28 @@ def test_rollback_of_one_memory_of_an_applied_batch_proposal(vault, tmp_path):
     provenance.rollback(vault, "mem_b2")
     assert statuses(vault) == {"mem_old": "active", "mem_b1": "active", "mem_b2": "rolled_back"}
     assert validate.validate_tree(vault) == []
+
+
+def test_teammate_pulls_a_proposal_merged_on_the_forge_into_a_diverged_main(vault, tmp_path):
+    """git runs pre-merge-commit before writing MERGE_HEAD: the hook must still see what is merged."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(vault.root, "remote", "add", "origin", str(bare))
+    git(vault.root, "push", "-q", "origin", "main")
+    teammate = tmp_path / "teammate"
+    git(tmp_path, "clone", "-q", str(bare), str(teammate))
+    from memrepo import hooks
+    hooks.install(teammate)
+    result = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "layer": "L3", "summary": "r"}, "", push=True)
+    forge = tmp_path / "forge"
+    git(tmp_path, "clone", "-q", str(bare), str(forge))
+    git(forge, "merge", "-q", "--no-ff", "-m", "Merge pull request #7", f"origin/proposal/{result.proposal}")
+    git(forge, "push", "-q", "origin", "main", f":proposal/{result.proposal}")  # merged and branch deleted
+    mate = Vault(teammate)
+    memories.add(mate, {"id": "mem_local", "summary": "teammate's own note"}, "")  # main has diverged
+    proc = subprocess.run(["git", "-C", str(teammate), "pull", "-q", "--no-rebase", "origin", "main"],
+                          capture_output=True, text=True, env=person_env())
+    assert proc.returncode == 0, proc.stderr
+    assert statuses(mate) == {"mem_rule": "active", "mem_local": "active"}
+    assert validate.validate_tree(mate) == []
+    mate.close()
