@@ -248,11 +248,23 @@ def delete_ref(root: Path, ref: str, old: str | None = None) -> None:
     run(root, "update-ref", "-d", ref, *([old] if old else []))
 
 
-def update_index(root: Path, paths: Iterable[str]) -> None:
-    """Make the index match the working tree for ``paths`` (added, changed or removed)."""
+def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:
+    """Make the index match the working tree for ``paths`` (added, changed or removed).
+
+    Runs after the branch moved, so it must not give up because another git process (an
+    editor's ``git status``) holds ``index.lock`` for a moment: it retries for about 5 s.
+    """
     payload = "\0".join(paths).encode()
-    if payload:
-        run(root, "update-index", "--add", "--remove", "-z", "--stdin", input=payload + b"\0")
+    if not payload:
+        return
+    for attempt in range(attempts):
+        try:
+            run(root, "update-index", "--add", "--remove", "-z", "--stdin", input=payload + b"\0")
+            return
+        except GitError as e:
+            if "index.lock" not in str(e) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
 
 
 @dataclass(frozen=True)

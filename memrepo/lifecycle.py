@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from memrepo import git
-from memrepo.errors import Busy, UsageError
+from memrepo.errors import Busy, Conflict, UsageError
 from memrepo.lock import locked
 from memrepo.model import Memory, parse_timestamp
 from memrepo.vault import Vault
@@ -387,9 +387,13 @@ def nightly(vault: Vault, *, now: str | dt.datetime | None = None) -> dict[str, 
         with locked(lock_path, timeout=0, what="the nightly run"):
             result = {"now": resolve_now(now).isoformat(),
                       "distill": _summary(distill(vault, now=now)),
-                      "promote": _summary(distill(vault, now=now, promote=True)),
-                      "decay": _summary(decay(vault, now=now)),
-                      "cleanup": _summary(cleanup(vault, now=now))}
+                      "promote": _summary(distill(vault, now=now, promote=True))}
+            try:
+                vault.require_main_checkout()
+                result["decay"] = _summary(decay(vault, now=now))
+                result["cleanup"] = _summary(cleanup(vault, now=now))
+            except Conflict as e:  # proposals never need the checkout; main's commits do
+                result["decay"] = result["cleanup"] = {"skipped": str(e), "changed": False}
             result["index"] = asdict(search.sync(vault))
     except Busy:
         raise Busy("another nightly run is still in progress on this vault; this one did nothing") from None

@@ -69,10 +69,26 @@ class Stats:
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=10.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
+            try:
+                self._db = self._connect()
+            except sqlite3.DatabaseError:
+                # Derived, per-machine state: a damaged file costs the statistics, never a
+                # search. Start afresh rather than fail every query.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                self._db = self._connect()
         return self._db
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=10.0)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            db.execute("SELECT count(*) FROM recall").fetchone()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         if self._db is not None:

@@ -196,9 +196,6 @@ def test_corrupt_index_is_rebuilt_or_refused_never_wrong(seeded, which):
     assert ids(seeded, "cache eviction") == ["mem_cache"]
 
 
-@pytest.mark.xfail(strict=True, raises=sqlite3.DatabaseError, reason=(
-    "stats.py: Stats.db opens .memrepo/state/stats.sqlite without the recovery catalog.py has, so a damaged "
-    "statistics file makes every search (and nightly) crash with sqlite3.DatabaseError"))
 def test_damaged_statistics_do_not_break_search(seeded):
     ids(seeded, "pool")
     search.stats(seeded).close()
