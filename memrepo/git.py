@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from memrepo.errors import GitError
 
@@ -200,7 +200,8 @@ def _data(payload: bytes) -> bytes:
 
 def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None],
                        message: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None,
-                       ref: str | None = None, old: str | None = None, reason: str = "memrepo") -> str:
+                       ref: str | None = None, old: str | None = None, reason: str = "memrepo",
+                       before_move: Callable[[str], None] | None = None) -> str:
     """Write one commit with ``changes`` (path -> new bytes, None deletes) on top of ``parent``.
 
     Returns the commit id. With ``ref``, the ref then moves to it only if it still points at
@@ -227,6 +228,8 @@ def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, 
     out = run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
     sha = out.strip().splitlines()[-1]
     commands = f"delete {tmp_ref}\n"
+    if before_move is not None:
+        before_move(sha)
     if ref is not None:
         commands = f"update {ref} {sha} {old or ZERO}\n" + commands
     run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())

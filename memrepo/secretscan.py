@@ -26,8 +26,19 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("password-assignment", re.compile(
         r"(?i)(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|"
         r"client[_-]?secret|密码|口令|密钥)"
-        r"[\"']?\s*(?:=|:|：)\s*[\"']?(?!\s|\*{3}|<|\$\{|\{\{|x{3}|redacted|none|null|changeme\b)[^\s\"',;]{6,}")),
+        r"[\"']?\s*(?:=|:|：)\s*[\"']?(?!\s|\*{3}|<|\$\{|\{\{|x{3}|redacted|none|null|changeme\b)"
+        r"(?P<value>[^\s\"',;，。]{6,})")),
 )
+
+
+def _looks_secret(value: str) -> bool:
+    """A value that reads like a credential, not prose ("password: required")."""
+    if len(value) >= 20:
+        return True
+    has_digit = any(c.isdigit() for c in value)
+    has_symbol = any(not c.isalnum() for c in value)
+    mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value[1:])
+    return len(value) >= 8 and (has_digit or has_symbol or mixed_case)
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,9 @@ def scan(text: str) -> list[Finding]:
     findings: list[Finding] = []
     for rule, pattern in RULES:
         for m in pattern.finditer(text):
+            value = m.groupdict().get("value")
+            if value is not None and not _looks_secret(value):
+                continue
             line = text.count("\n", 0, m.start()) + 1
             findings.append(Finding(rule, line, _mask(m.group(0))))
     return sorted(findings, key=lambda f: (f.line, f.rule))

@@ -7,12 +7,14 @@ so the user's staged work is never swept into a memrepo commit and no commit is 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from memrepo import config as config_mod
 from memrepo import document, git, schema
@@ -125,9 +127,38 @@ class Vault:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def lock(self):
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """The vault's write lock; on entry, finishes a checkout update a killed writer left."""
         timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
-        return locked(git.git_path(self.root, "memrepo.lock"), timeout=timeout, what=f"vault {self.root}")
+        with locked(git.git_path(self.root, "memrepo.lock"), timeout=timeout, what=f"vault {self.root}"):
+            self.recover()
+            yield
+
+    # A write moves the branch first, then updates the working tree and index. The journal,
+    # written just before the branch moves, lets the next writer finish that second half if
+    # the process was killed in between, so the checkout never silently shows old content.
+    def _journal_path(self) -> Path:
+        return git.git_path(self.root, "memrepo-journal.json")
+
+    def _write_journal(self, ref: str, sha: str, paths: list[str]) -> None:
+        atomic_write(self._journal_path(), json.dumps({"ref": ref, "commit": sha, "paths": paths}).encode())
+
+    def recover(self) -> bool:
+        """Finish an interrupted checkout update; True when there was one to finish."""
+        path = self._journal_path()
+        try:
+            journal = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            return False
+        ref, sha = journal.get("ref"), journal.get("commit")
+        if git.rev_parse(self.root, ref) == sha and git.head_ref(self.root) == ref:
+            present = {e.path: e.sha for e in git.ls_tree(self.root, sha, journal.get("paths", []))}
+            changes = {p: (git.read_blob(self.root, present[p]) if p in present else None) for p in journal["paths"]}
+            self._update_checkout(changes)
+        path.unlink(missing_ok=True)
+        return True
 
     # ---------------------------------------------------------- reading
 
@@ -141,6 +172,9 @@ class Vault:
         else:
             path = self.find_path(memory_id, rev)
         if path is None:
+            broken = [p for p in self.catalog().errors() if p.path.rsplit("/", 1)[-1] == f"{memory_id}.md"]
+            if broken:
+                raise InvalidMemory(broken, f"{memory_id} exists but cannot be read; fix the file ('memrepo validate')")
             raise NotFound(f"no memory {memory_id!r} in {self.root}; 'memrepo list' shows what exists")
         return self.read_at(rev, path)
 
@@ -192,10 +226,13 @@ class Vault:
             self._refuse_dirty(paths)
         changes: dict[str, bytes | None] = {p: None for p in deletes}
         changes.update({m.path: render_bytes(m) for m in writes})
+        journal = (lambda sha: self._write_journal(ref, sha, list(changes))) if checked_out else None
         sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge,
-                                     ref=ref, old=old, reason=f"memrepo: {message.splitlines()[0]}")
+                                     ref=ref, old=old, reason=f"memrepo: {message.splitlines()[0]}",
+                                     before_move=journal)
         if checked_out:
             self._update_checkout(changes)
+            self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
             self._catalog.record(writes, deletes, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
