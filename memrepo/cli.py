@@ -492,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except KeyboardInterrupt:
         return 130
+    except OSError as e:  # a file or directory the user named (or the disk) failed us
+        typer.echo(f"error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", err=True)
+        return 1
     except Exception as e:  # click usage errors come through here
         if hasattr(e, "show") and hasattr(e, "exit_code"):
             e.show()

@@ -136,14 +136,18 @@ _RESERVED = re.compile(
     r"^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N)$")
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 def _is_plain_safe(s: str) -> bool:
     """True when ``s`` can be written unquoted and reads back as the same string."""
     if not s or s != s.strip() or not _PLAIN_RE.match(s) or _RESERVED.match(s):
         return False
     if ": " in s or " #" in s or "\u2028" in s or "\u2029" in s or "\x85" in s:
         return False
-    resolved = yaml.load(s, Loader=_StrictLoader)  # noqa: S506
-    return resolved == s
+    # The pattern above leaves only characters with no block-context meaning, so what is left
+    # to ask is whether YAML would read the text as another type (1e3, true, null, 0x1F).
+    return _StrictLoader.resolve(_StrictLoader, yaml.ScalarNode, s, (True, False)) == _STR_TAG
 
 
 # Characters YAML refuses in a file (control characters, U+FFFE/FFFF, lone surrogates) or

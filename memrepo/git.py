@@ -297,6 +297,42 @@ def _parse_log(out: str) -> Iterator[LogEntry]:
         yield LogEntry(commit, tuple(parents.split()), author, date, subject, body.strip())
 
 
-def status_porcelain(root: Path, paths: Iterable[str] = ()) -> list[str]:
-    out = run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+@dataclass(frozen=True)
+class RawChange:
+    old_sha: str         # zeros when the file was added
+    new_sha: str         # zeros when the file was deleted
+    status: str
+    path: str
+
+
+def log_raw(root: Path, rev: str, *, paths: Iterable[str], reverse: bool = False) -> list[tuple[LogEntry, list[RawChange]]]:
+    """Main-line history (first parents, merges diffed against their first parent) of
+    ``paths``, each commit with the blob ids before and after of every file it changed."""
+    args = ["log", "--first-parent", "--diff-merges=first-parent", "--raw", "--no-renames", "--no-abbrev",
+            "--format=\x1e" + _LOG_FORMAT.replace("%x1e", "\x1d")] + (["--reverse"] if reverse else [])
+    out = run(root, *args, rev, "--", *paths)
+    result = []
+    for record in filter(None, out.split("\x1e")):
+        head, _, raw = record.partition("\x1d")
+        entry = next(_parse_log(head + "\x1e"))
+        changes = []
+        for line in filter(None, raw.strip("\n").split("\n")):
+            meta, path = line.split("\t", 1)
+            _om, _nm, old_sha, new_sha, status = meta[1:].split()
+            changes.append(RawChange(old_sha, new_sha, status[0], path))
+        result.append((entry, changes))
+    return result
+
+
+def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000) -> list[str]:
+    """``git status`` records for ``paths`` (any number: asked in chunks, as argv is limited)."""
+    paths = list(paths)
+    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]
+    batches = [paths[i:i + chunk] for i in range(0, len(paths), chunk)] or [[]]
+    out = "".join(run(root, *args, *batch, env={"GIT_OPTIONAL_LOCKS": "0"}) for batch in batches)
     return [r for r in out.split("\0") if r]
+
+
+def exists(root: Path, rev_path: str) -> bool:
+    """True when ``REV:path`` names an object."""
+    return bool(run(root, "rev-parse", "-q", "--verify", rev_path, check=False).strip())

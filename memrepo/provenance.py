@@ -34,14 +34,28 @@ def _status_at(vault: Vault, rev: str, memory_id: str) -> tuple[str | None, Memo
     return (memory.meta.get("status") if memory else None), memory
 
 
+def _blob_status(reader: git.BlobReader, sha: str, path: str) -> str | None:
+    if sha == git.ZERO:
+        return None
+    memory, _ = check_bytes(path, reader.read(sha))
+    return memory.meta.get("status") if memory else None
+
+
 def activation(vault: Vault, memory_id: str) -> git.LogEntry:
-    """The newest commit on main after which this memory is active and before which it was not."""
+    """The newest commit on main after which this memory is active and before which it was not.
+
+    Reads the before/after blobs that ``git log --raw`` names, so the cost follows the
+    memory's own history, not the size of the vault.
+    """
     vault.get(memory_id)
-    for entry in git.log(vault.root, vault.main_ref, paths=[_file_glob(memory_id)], extra=["--first-parent"]):
-        after, _ = _status_at(vault, entry.commit, memory_id)
-        before, _ = _status_at(vault, entry.parents[0], memory_id) if entry.parents else (None, None)
-        if after == "active" and before != "active":
-            return entry
+    name = f"/{memory_id}.md"
+    with git.BlobReader(vault.root) as reader:
+        for entry, changes in git.log_raw(vault.root, vault.main_ref, paths=[_file_glob(memory_id)]):
+            mine = [c for c in changes if ("/" + c.path).endswith(name)]
+            before = {_blob_status(reader, c.old_sha, c.path) for c in mine} - {None}
+            after = {_blob_status(reader, c.new_sha, c.path) for c in mine} - {None}
+            if "active" in after and "active" not in before:
+                return entry
     raise NotFound(f"{memory_id} was never made active on {vault.main_branch}")
 
 

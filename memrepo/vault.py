@@ -179,6 +179,11 @@ class Vault:
         return self.read_at(rev, path)
 
     def find_path(self, memory_id: str, rev: str) -> str | None:
+        """Where ``rev`` holds this memory: main's path when it is there too (one git call),
+        else a listing of the whole tree."""
+        hint = self.catalog().path_of(memory_id)
+        if hint and git.exists(self.root, f"{rev}:{hint}"):
+            return hint
         entries = git.ls_tree(self.root, rev, MEMORY_ROOTS)
         return next((e.path for e in entries if e.path.rsplit("/", 1)[-1] == f"{memory_id}.md"), None)
 
