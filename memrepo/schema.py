@@ -88,7 +88,132 @@ def _message(error) -> str:
 
 
 def check_front_matter(meta: dict[str, Any], path: str) -> list[Problem]:
-    """Every schema violation of ``meta`` as a Problem, sorted by field."""
+    """Every schema violation of ``meta`` as a Problem, sorted by field.
+
+    A valid document is recognised by :func:`accepts` without importing jsonschema (half the
+    start-up of every write and hook run); jsonschema, the reference, explains the rest.
+    """
+    if accepts(meta):
+        return []
     errors = _validator().iter_errors(meta)
     problems = [Problem(path, _field_of(e), _message(e)) for e in errors]
     return sorted(set(problems))
+
+
+# ------------------------------------------------------------------ fast acceptance
+#
+# A small interpreter for the JSON Schema keywords this schema file uses. It only ever says
+# "valid" when every keyword it met is one it knows and holds; anything else ("don't know")
+# sends the document to jsonschema, so it can make checking faster but never laxer.
+
+_IGNORED = frozenset({"$schema", "$id", "title", "description", "$defs"})
+_TYPES = {"string": lambda v: isinstance(v, str), "object": lambda v: isinstance(v, dict),
+          "array": lambda v: isinstance(v, list), "boolean": lambda v: isinstance(v, bool),
+          "null": lambda v: v is None,
+          "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+          "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+class _Unsure(Exception):
+    """The fast path met something it does not model: let jsonschema decide."""
+
+
+def accepts(meta: Any) -> bool:
+    """True only when ``meta`` is certainly valid against the schema file."""
+    try:
+        return _holds(schema(), meta)
+    except _Unsure:
+        return False
+
+
+@lru_cache(maxsize=4096)
+def _regex(pattern: str):
+    import re
+    return re.compile(pattern)
+
+
+def _resolve(ref: str) -> dict[str, Any]:
+    if not ref.startswith("#/$defs/"):
+        raise _Unsure(ref)
+    return schema()["$defs"][ref.removeprefix("#/$defs/")]
+
+
+def _holds(node: dict[str, Any], value: Any) -> bool:
+    for key, arg in node.items():
+        if key in _IGNORED:
+            continue
+        check = _KEYWORDS.get(key)
+        if check is None:
+            raise _Unsure(key)
+        if not check(node, arg, value):
+            return False
+    return True
+
+
+def _object(node, _arg, value) -> bool:
+    if not isinstance(value, dict):
+        return "type" not in node  # the type keyword reports it
+    props = node.get("properties", {})
+    patterns = node.get("patternProperties", {})
+    for key, item in value.items():
+        matched = [sub for pat, sub in patterns.items() if _regex(pat).search(key)]
+        if key in props:
+            matched.append(props[key])
+        if not matched and node.get("additionalProperties", True) is False:
+            return False
+        if not all(_holds(sub, item) for sub in matched):
+            return False
+    return all(k in value for k in node.get("required", ()))
+
+
+def _str_rule(test):
+    return lambda _n, arg, v: not isinstance(v, str) or test(arg, v)
+
+
+def _num_rule(test):
+    return lambda _n, arg, v: not _TYPES["number"](v) or test(arg, v)
+
+
+def _unique(_n, arg, v) -> bool:
+    if not arg or not isinstance(v, list):
+        return True
+    if not all(isinstance(x, str) for x in v):
+        raise _Unsure("uniqueItems over non-strings")
+    return len(set(v)) == len(v)
+
+
+def _type(_n, arg, v) -> bool:
+    names = arg if isinstance(arg, list) else [arg]
+    if any(n not in _TYPES for n in names):
+        raise _Unsure(f"type {arg}")
+    return any(_TYPES[n](v) for n in names)
+
+
+def _enum(_n, arg, v) -> bool:
+    if isinstance(v, (bool, int, float)) and not isinstance(v, str):
+        raise _Unsure("enum over numbers")  # JSON Schema equality differs from Python's here
+    return any(type(v) is type(a) and v == a for a in arg)
+
+
+def _format(_n, arg, v) -> bool:
+    if arg != "date-time":
+        raise _Unsure(f"format {arg}")
+    return not isinstance(v, str) or is_timestamp(v)
+
+
+_KEYWORDS = {
+    "type": _type,
+    "enum": _enum,
+    "properties": _object, "patternProperties": lambda *a: True, "additionalProperties": lambda *a: True,
+    "required": lambda n, arg, v: "properties" in n or not isinstance(v, dict) or all(k in v for k in arg),
+    "pattern": _str_rule(lambda p, v: bool(_regex(p).search(v))),
+    "minLength": _str_rule(lambda n, v: len(v) >= n),
+    "maxLength": _str_rule(lambda n, v: len(v) <= n),
+    "minimum": _num_rule(lambda n, v: v >= n),
+    "maximum": _num_rule(lambda n, v: v <= n),
+    "items": lambda _n, sub, v: not isinstance(v, list) or all(_holds(sub, x) for x in v),
+    "uniqueItems": _unique,
+    "$ref": lambda _n, ref, v: _holds(_resolve(ref), v),
+    "not": lambda _n, sub, v: not _holds(sub, v),
+    "format": _format,
+}
