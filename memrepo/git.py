@@ -14,6 +14,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -79,14 +80,19 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
+@lru_cache(maxsize=256)
 def git_path(root: Path, name: str) -> Path:
+    """``git rev-parse --git-path NAME`` (cached: where git keeps a file never moves)."""
     out = run(root, "rev-parse", "--git-path", name).strip()
     p = Path(out)
     return p if p.is_absolute() else root / p
 
 
+@lru_cache(maxsize=64)
 def identity(root: Path) -> tuple[str, str]:
-    """The committer identity git would use, or memrepo's fallback when none is configured."""
+    """The committer identity git would use, or memrepo's fallback when none is configured.
+
+    Cached for the life of the process: one write asks for it several times."""
     found = dict(line.split(" ", 1) for line in run(
         root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
     name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
