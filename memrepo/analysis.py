@@ -12,7 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from collections import Counter
+
 from whoosh.analysis import Token, Tokenizer
+from whoosh.fields import TEXT
+from whoosh.system import pack_uint
 
 from memrepo import text
 
@@ -86,6 +90,62 @@ def key_terms(value: str) -> list[str]:
             if part != low:
                 out.append(part)
     return out
+
+
+PROSE, KEYS, EXACT, LEAD = "p", "k", "x", "l"
+
+
+class ScoredText(TEXT):
+    """A frequency-only text field indexed straight from :func:`memrepo.text.terms`.
+
+    Whoosh's generic path builds and yields one ``Token`` object per word; this field counts
+    the terms of its value directly (4-5x less Python per token at index time) and gives the
+    same terms as :class:`MemoryTokenizer` in index mode, which stays its analyzer for parsed
+    (advanced) queries. The value is either a string (prose) or a tuple of
+    ``(kind, text, boost)`` sections: ``kind`` is :data:`PROSE` (stemmed words, CJK bigrams
+    and unigrams), :data:`KEYS` (identifiers and their parts, :func:`key_terms`),
+    :data:`EXACT` (whole lower-cased whitespace-separated keys) or :data:`LEAD` (prose such as
+    a summary that usually repeats the body's first sentence: only its occurrences beyond
+    those of the prose sections count, so a summary that copies the body adds nothing and a
+    written summary ranks its words above the body's). A term's weight is the sum of its
+    occurrences' boosts, which folds field weights into one scored field at index time.
+    """
+
+    def __init__(self, *, stored: bool = False) -> None:
+        super().__init__(analyzer=MemoryTokenizer(), phrase=False, stored=stored)
+
+    def index(self, value, **kwargs):
+        if isinstance(value, str):
+            value = ((PROSE, value, 1.0),)
+        freqs: Counter = Counter()
+        weights: dict[str, float] = {}
+        prose: Counter = Counter()
+        lead = []
+        for kind, section, boost in value:
+            if not section:
+                continue
+            if kind == LEAD:
+                lead.append((Counter(text.terms(section, unigrams=True)), boost))
+                continue
+            if kind == PROSE:
+                counts = Counter(text.terms(section, unigrams=True))
+                prose.update(counts)
+            elif kind == KEYS:
+                counts = Counter(key_terms(section))
+            else:
+                counts = Counter(section.lower().split())
+            freqs.update(counts)
+            for t, n in counts.items():
+                weights[t] = weights.get(t, 0.0) + n * boost
+        for counts, boost in lead:
+            counts.subtract(prose)
+            counts = +counts
+            freqs.update(counts)
+            for t, n in counts.items():
+                weights[t] = weights.get(t, 0.0) + n * boost
+        fb = self.format.field_boost
+        return [(t.encode("utf-8"), n, weights[t] * fb, pack_uint(n))
+                for t, n in freqs.items()]
 
 
 def memory_analyzer() -> MemoryTokenizer:
