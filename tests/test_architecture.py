@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memrepo"
 MODULES = sorted(p for p in PACKAGE.glob("*.py"))
-INTERFACE = {"cli.py", "__main__.py"}
+INTERFACE = {"cli.py", "__main__.py", "hook_entry.py"}
 
 
 def tree(path: Path) -> ast.AST:
