@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Literal
 
 from memrepo.graph import Graph
+from memrepo.model import aware_time
 
 Action = Literal["keep", "archive"]
 _LINK_KINDS = ("link", "wikilink")
@@ -137,7 +138,7 @@ def compute_activity(graph: Graph, *, recall: Mapping[str, tuple[int, str | None
 def own_activity(count: int, last: str | None, *, now: datetime,
                  params: DecayParams = DecayParams()) -> float:
     """Recall activity in [0, 1]: saturating count × half-life decay since the last recall."""
-    when = _parse_time(last) if count > 0 and last else None
+    when = aware_time(last) if count > 0 and last else None
     if when is None:
         return 0.0
     volume = min(1.0, math.log1p(count) / math.log1p(params.recall_saturation))
@@ -260,7 +261,7 @@ def plan_expiry(memories: Iterable, *, now: datetime,
     for memory in sorted(memories, key=lambda m: m.id):
         if memory.status != "active" or not memory.expires:
             continue
-        expires = _parse_time(memory.expires)
+        expires = aware_time(memory.expires)
         if expires is None:
             skipped.append((memory.id, f"unreadable expires {memory.expires!r}"))
         elif expires <= now:
@@ -279,17 +280,8 @@ def _expire(memory, policy: str) -> ExpiryAction:
 
 def _age_days(created: str | None, now: datetime | None) -> float | None:
     """Days since ``created``, or None when either is unknown."""
-    when = _parse_time(created) if created and now else None
+    when = aware_time(created) if created and now else None
     return None if when is None else (now - when).total_seconds() / 86400
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    """An aware datetime from ISO-8601 text, or None."""
-    try:
-        when = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 def _clamp(value: float) -> float:

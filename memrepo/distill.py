@@ -34,6 +34,7 @@ from functools import lru_cache
 from datetime import datetime, timedelta
 from typing import Literal
 
+from memrepo.model import aware_time
 from memrepo.text import is_cjk, terms
 
 CountBy = Literal["day", "session", "day_or_session"]
@@ -216,7 +217,7 @@ def _prepare(entries: Iterable[Entry], *, now: datetime,
     docs, skipped, outside, seen = [], [], 0, set()
     for entry in sorted(entries, key=lambda e: (str(e.id), str(e.created))):
         problem = _problem(entry, seen)
-        when = None if problem else _parse_time(entry.created)
+        when = None if problem else aware_time(entry.created)
         if not problem and when is None:
             problem = f"unparsable created date {entry.created!r} (need ISO-8601 with time zone)"
         if problem:
@@ -246,15 +247,6 @@ def _problem(entry: Entry, seen: set[str]) -> str | None:
     if not (entry.summary or "").strip() and not (entry.body or "").strip():
         return "empty summary and body"
     return None
-
-
-def _parse_time(text: str) -> datetime | None:
-    """An aware datetime from ISO-8601 text, or None (naive times are ambiguous: refused)."""
-    try:
-        when = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 def content_terms(text: str) -> list[str]:

@@ -51,6 +51,16 @@ def normalise_timestamp(value: Any) -> Any:
     return value
 
 
+def aware_time(text: object) -> dt.datetime | None:
+    """An aware datetime from ISO-8601 text (``Z`` allowed), or None: unreadable or naive
+    times are refused rather than guessed."""
+    try:
+        when = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
 def parse_timestamp(value: str) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
