@@ -45,8 +45,18 @@ def tree_paths(vault: Vault) -> list[str]:
 
 def validate_tree(vault: Vault) -> list[Problem]:
     """Every problem in the working tree's memory files, per file and across files."""
+    rows, problems = _read_all(vault, tree_paths(vault))
+    problems += check_rows(rows, RowSet(rows))
+    return sorted(set(problems))
+
+
+def _read_all(vault: Vault, rels: Iterable[str]) -> tuple[list[Row], list[Problem]]:
+    """Rows of the readable memory files among ``rels`` and the problems of every file."""
     rows, problems = [], []
-    for rel in tree_paths(vault):
+    for rel in rels:
+        if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
+            problems.append(Problem(rel, "(file)", "does not exist"))
+            continue
         if not rel.endswith(".md"):
             problems.append(Problem(rel, "(file)", "only <id>.md memory files belong here; move it out of memories/ and archive/"))
             continue
@@ -54,14 +64,12 @@ def validate_tree(vault: Vault) -> list[Problem]:
         problems += found
         if row is not None:
             rows.append(row)
-    view = RowSet(rows)
-    problems += check_rows(rows, view)
-    return sorted(set(problems))
+    return rows, problems
 
 
 def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
     """Problems of the given files, checked against the rest of the vault as committed."""
-    rows, problems, seen = [], [], []
+    problems, seen = [], []
     for given in paths:
         p = Path(given)
         absolute = p if p.is_absolute() else Path.cwd() / p
@@ -74,14 +82,8 @@ def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
             seen += [q for q in tree_paths(vault) if q.startswith(rel.rstrip("/") + "/") or rel == "."]
         else:
             seen.append(rel)
-    for rel in sorted(set(seen)):
-        if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
-            problems.append(Problem(rel, "(file)", "does not exist"))
-            continue
-        row, found = _read_disk(vault, rel)
-        problems += found
-        if row is not None:
-            rows.append(row)
+    rows, found = _read_all(vault, sorted(set(seen)))
+    problems += found
     problems += check_rows(rows, Overlay(vault.catalog(), rows))
     return sorted(set(problems))
 
