@@ -634,11 +634,12 @@ class Tuning:
     weights: tuple[tuple[str, float], ...] = (
         ("tagtext", 3.0), ("keys", 2.0), ("summary", 1.5), ("body", 1.0))
     exact_key_boost: float = 6.0
-    pool: int = 50                 # candidates fetched before re-ranking
+    pool: int = 30                 # candidates fetched before re-ranking
     neighbour: float = 0.3         # weight of the best same-session neighbour's score
     prf_docs: int = 3              # pseudo-relevance feedback: top docs used (0 = off)
     prf_terms: int = 10
     prf_weight: float = 0.3
+    prf_max_cost: int = 1000       # no feedback pass when the first one scored more postings
     floor: float = 0.3             # best hit's idf-weighted share of query terms, else
                                    # "nothing relevant"
     hit_floor: float = 0.25        # each hit needs at least this fraction of that floor
@@ -695,7 +696,8 @@ def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozens
     flt, mask = _filters(q, history)
     wq = _build_query(searcher, q, plan, intent, tuning)
     cands = _collect(searcher, wq, flt, mask, tuning.pool)
-    if tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto"):
+    if (tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto")
+            and plan.cost <= tuning.prf_max_cost):
         # feedback broadens natural questions; a fact lookup stays with its exact words
         extra = _feedback_terms(searcher, cands, plan, tuning)
         if extra:
@@ -800,23 +802,25 @@ def _docset(searcher, q) -> set[int] | None:
     return docs
 
 
-def _seen(c: _Cand) -> Counter:
+def _seen(c: _Cand, unigrams: bool = True) -> Counter:
     """Terms of the memory (all of its text, tags and keys), from its stored fields."""
     if c.seen is None:
         f = c.fields
-        tags = (f.get("meta") or {}).get("tags", ())
+        tags = " ".join((f.get("meta") or {}).get("tags", ()))
+        summary, body = f.get("summary") or "", f.get("body") or ""
+        if summary and summary in body:  # usually the body's first sentence: count it once
+            summary = ""
         from memrepo.analysis import key_terms
-        seen = Counter(text.terms(f"{f.get('summary', '')} {f.get('body', '')} {' '.join(tags)}",
-                                  unigrams=True))
-        seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {' '.join(tags)}"))
+        seen = Counter(text.terms(f"{summary} {body} {tags}", unigrams=unigrams))
+        seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}"))
         c.seen = seen
     return c.seen
 
 
-def _coverage(c: _Cand, idf: dict[str, float]) -> float:
+def _coverage(c: _Cand, idf: dict[str, float], unigrams: bool) -> float:
     """Idf-weighted share of the query terms that occur in the memory (0..1)."""
     if c.coverage < 0:
-        seen = _seen(c)
+        seen = _seen(c, unigrams)
         total = sum(idf.values()) or 1.0
         c.coverage = sum(v for t, v in idf.items() if t in seen) / total
     return c.coverage
@@ -851,9 +855,12 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: "Stats | None",
     """Final order: normalised BM25F, same-session support, heat; then the relevance floor."""
     if not cands:
         return cands
+    # single CJK characters are terms only when the query is one (e.g. 库): analyse the
+    # candidates' text with unigrams just then
+    uni = any(len(t) == 1 and text.is_cjk(t) for t in plan.terms)
     skipped = [t for t in plan.terms if plan.df.get(t) and t not in plan.searched]
     if skipped:
-        _score_skipped(searcher, cands, plan, skipped)
+        _score_skipped(searcher, cands, plan, skipped, uni)
     top = max(c.bm25 for c in cands) or 1.0
     for c in cands:
         c.score = c.bm25 / top
@@ -870,24 +877,25 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: "Stats | None",
     if not idf:
         return []
     floor = min(tuning.floor, 1.5 / len(idf))
-    if max(_coverage(c, idf) for c in cands[:limit]) < floor:
+    if max(_coverage(c, idf, uni) for c in cands[:limit]) < floor:
         return []
     kept = []
     for c in cands:
-        if _coverage(c, idf) >= floor * tuning.hit_floor:
+        if _coverage(c, idf, uni) >= floor * tuning.hit_floor:
             kept.append(c)
             if len(kept) >= limit:
                 break
     return kept
 
 
-def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]) -> None:
+def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str],
+                   unigrams: bool) -> None:
     """Add the BM25 share of the common terms that were not searched, for the pool only."""
     k1, b = 1.2, 0.75
     avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
     for c in cands:
-        seen = _seen(c)
-        length = sum(seen.values()) or 1
+        seen = _seen(c, unigrams)
+        length = searcher.doc_field_length(c.docnum, SCORED, 1) or 1
         norm = k1 * (1.0 - b + b * length / avg)
         for t in skipped:
             tf = seen.get(t, 0)
