@@ -1,12 +1,20 @@
 """Retrieval quality of memrepo's search on the dev benchmarks (LoCoMo, MADial-zh).
 
     .venv/bin/python bench/retrieval.py [--bench ../shared/bench] [--only locomo|madial]
-        [--set neighbour=0.3 --set prf_docs=3 ...] [--per-query-out DIR]
+        [--per-query-out DIR] [--keep DIR]
+    .venv/bin/python bench/retrieval.py --in-process [--set neighbour=0.3 --set prf_docs=3 ...]
 
 Converts the raw data with the kit's ``to_jsonl.py`` into a temporary folder (the data is
-never copied into this repository), indexes the memories through ``IndexDoc``, runs every
-query in-process with its subject as filter, and scores the ranked ids with the kit's own
-``recall_at_k.py`` metrics. ``--set`` overrides a :class:`memrepo.index.Tuning` field.
+never copied into this repository). By default it goes through the product, as a user
+would: ``memrepo init`` a vault per benchmark, ``memrepo import`` the memories (one commit),
+then one ``memrepo search --queries FILE --json`` process for all questions (each line
+``{"qid", "query", "subject", "limit"}``; the subject is the conversation or user), and
+scores the ranked ids with the kit's own ``recall_at_k.py`` functions.
+
+``--in-process`` indexes the converted memories with ``MemoryIndex`` directly and runs the
+queries in this process; only this mode takes ``--set FIELD=VALUE`` to override a
+:class:`memrepo.index.Tuning` field (ablations). Both modes give the same ranking with the
+default tuning.
 """
 from __future__ import annotations
 
@@ -14,7 +22,6 @@ import argparse
 import dataclasses
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +68,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def run_set(kit, bench: Path, name: str, work: Path, tuning: Tuning, pq_dir: Path | None) -> dict:
+    """In-process: MemoryIndex directly (for ``--set`` ablations)."""
     mem, qry = convert(bench, name, work)
     ix = MemoryIndex(work / f"{name}.index", tuning=tuning)
     t0 = time.perf_counter()
@@ -75,7 +83,51 @@ def run_set(kit, bench: Path, name: str, work: Path, tuning: Tuning, pq_dir: Pat
         lat.append(time.perf_counter() - t)
         results.append([h.id for h in res.hits])
     table = kit.score(queries, results, ks)
-    kit.print_table(table, ks, f"memrepo search: {name} dev (index build {build:.1f} s)", lat)
+    kit.print_table(table, ks, f"memrepo search (in-process): {name} dev (index build {build:.1f} s)", lat)
+    if pq_dir:
+        write_per_query(pq_dir / f"{name}.jsonl", queries, results)
+    return table
+
+
+def memrepo_cli(*args: str, cwd: Path) -> str:
+    exe = Path(sys.executable).with_name("memrepo")
+    out = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"memrepo {' '.join(args[:2])} failed ({out.returncode}): {out.stderr.strip()}")
+    return out.stdout
+
+
+def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) -> dict:
+    """Through the product: memrepo init + import, one batch search process, kit scoring."""
+    mem, qry = convert(bench, name, work)
+    vault = work / f"vault-{name}"
+    memrepo_cli("init", str(vault), cwd=work)
+    t0 = time.perf_counter()
+    memrepo_cli("import", str(mem), cwd=vault)
+    memrepo_cli("reindex", cwd=vault)
+    build = time.perf_counter() - t0
+    queries = read_jsonl(qry)
+    ks = [int(k) for k in SETS[name][1].split(",")]
+    batch = work / f"{name}.batch.jsonl"
+    batch.write_text("".join(
+        json.dumps({"qid": q["qid"], "query": q["question"], "subject": q["conversation"],
+                    "limit": max(ks)}, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
+    t0 = time.perf_counter()
+    out = memrepo_cli("search", "--queries", str(batch), "--json", cwd=vault)
+    elapsed = time.perf_counter() - t0
+    by_qid = {}
+    for line in out.splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            by_qid[rec["qid"]] = [h["id"] for h in rec["hits"]]
+    missing = [q["qid"] for q in queries if q["qid"] not in by_qid]
+    if missing:
+        raise SystemExit(f"{name}: no output for {len(missing)} queries, e.g. {missing[:3]}")
+    results = [by_qid[q["qid"]] for q in queries]
+    table = kit.score(queries, results, ks)
+    kit.print_table(table, ks, f"memrepo search --queries (product): {name} dev "
+                    f"(import + reindex {build:.1f} s; {len(queries)} queries in one process "
+                    f"{elapsed:.1f} s, {1000 * elapsed / len(queries):.1f} ms each)", None)
     if pq_dir:
         write_per_query(pq_dir / f"{name}.jsonl", queries, results)
     return table
@@ -108,14 +160,25 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--only", choices=sorted(SETS))
+    ap.add_argument("--in-process", action="store_true",
+                    help="index and search with MemoryIndex in this process (allows --set)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--per-query-out", type=Path)
+    ap.add_argument("--json-out", type=Path, help="write the per-category tables as JSON")
     args = ap.parse_args(argv)
+    if args.set and not args.in_process:
+        ap.error("--set needs --in-process (the product runs the default tuning)")
     kit = load_kit(args.bench)
     tuning = parse_sets(args.set)
+    tables = {}
     with tempfile.TemporaryDirectory(prefix="memrepo-bench-") as tmp:
         for name in ([args.only] if args.only else list(SETS)):
-            run_set(kit, args.bench, name, Path(tmp), tuning, args.per_query_out)
+            if args.in_process:
+                tables[name] = run_set(kit, args.bench, name, Path(tmp), tuning, args.per_query_out)
+            else:
+                tables[name] = run_product(kit, args.bench, name, Path(tmp), args.per_query_out)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(tables, indent=2, default=str) + "\n")
     return 0
 
 
