@@ -151,7 +151,12 @@ def parse_sets(items: list[str]) -> Tuning:
     for item in items:
         key, _, value = item.partition("=")
         current = getattr(base, key)
-        changes[key] = type(current)(value) if not isinstance(current, tuple) else eval(value)
+        if isinstance(current, bool):
+            changes[key] = value.lower() in ("1", "true", "yes", "on")
+        elif isinstance(current, tuple):
+            changes[key] = eval(value)
+        else:
+            changes[key] = type(current)(value)
     return dataclasses.replace(base, **changes)
 
 

@@ -351,7 +351,7 @@ class MemoryIndex:
             except Exception:
                 pass
             self.close()
-        self._cache = self._retrying(lambda ix, gen: (gen, _open_searcher(ix)))
+        self._cache = self._retrying(lambda ix, gen: (gen, _open_searcher(ix, self.tuning)))
         return self._cache[1]
 
     def close(self) -> None:
@@ -565,11 +565,11 @@ def _segment_worker(ix, docs, weights, conn) -> None:
         conn.close()  # multiprocessing ends the forked child when this returns
 
 
-def _open_searcher(ix):
+def _open_searcher(ix, tuning: "Tuning"):
     """A searcher with every file it will read already open: Whoosh opens a segment's
     column files (lengths, stored fields) lazily, and a writer merging segments meanwhile
     may delete them; an open file stays readable."""
-    searcher = ix.searcher(weighting=_weighting())
+    searcher = ix.searcher(weighting=_weighting(tuning))
     try:
         for leaf, _ in searcher.reader().leaf_readers():
             if leaf.doc_count_all():
@@ -582,7 +582,7 @@ def _open_searcher(ix):
     return searcher
 
 
-def _weighting():
+def _weighting(tuning: "Tuning"):
     """BM25F with Lucene's idf: Whoosh's default ``log(N/(df+1)) + 1`` over-weights terms
     that occur almost everywhere (measured: several points of R@10 on both benchmarks)."""
     from whoosh import scoring
@@ -595,7 +595,7 @@ def _weighting():
 
     # No length normalisation for the exact-key field: a memory with many keys is not
     # "longer" in any sense that should dilute a key match.
-    return LuceneBM25F(B=0.75, K1=1.2, keys_B=0.0)
+    return LuceneBM25F(B=tuning.b, K1=tuning.k1, keys_B=0.0)
 
 
 def _next_gen(old: str | None) -> str:
@@ -646,7 +646,9 @@ class Tuning:
     heat_gain: float = 0.5         # heat multiplies the score by at most 1 + heat_gain
     stop_df: float = 0.02          # learned stopwords apply only to terms in >= 2 % of docs
     query_unigrams: bool = False   # also search single CJK characters
-    qtf_linear: bool = True        # a repeated query term counts again (as in Lucene)
+    qtf_linear: bool = False       # a repeated query term counts 1 + log(count) (True: count)
+    k1: float = 1.2                # BM25 on the combined field
+    b: float = 0.75
     # Cost control: Whoosh scores every posting of a searched term in pure Python (~3 us
     # each), so the terms given to it are the rarest ones whose document frequencies add up
     # to at most ``postings_budget`` (at most ``max_terms`` of them); the commoner terms only
@@ -860,7 +862,7 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: "Stats | None",
     uni = any(len(t) == 1 and text.is_cjk(t) for t in plan.terms)
     skipped = [t for t in plan.terms if plan.df.get(t) and t not in plan.searched]
     if skipped:
-        _score_skipped(searcher, cands, plan, skipped, uni)
+        _score_skipped(searcher, cands, plan, skipped, uni, tuning)
     top = max(c.bm25 for c in cands) or 1.0
     for c in cands:
         c.score = c.bm25 / top
@@ -889,9 +891,9 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: "Stats | None",
 
 
 def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str],
-                   unigrams: bool) -> None:
+                   unigrams: bool, tuning: Tuning) -> None:
     """Add the BM25 share of the common terms that were not searched, for the pool only."""
-    k1, b = 1.2, 0.75
+    k1, b = tuning.k1, tuning.b
     avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
     for c in cands:
         seen = _seen(c, unigrams)
