@@ -647,6 +647,8 @@ class Tuning:
     stop_df: float = 0.02          # learned stopwords apply only to terms in >= 2 % of docs
     query_unigrams: bool = False   # also search single CJK characters
     qtf_linear: bool = False       # a repeated query term counts 1 + log(count) (True: count)
+    assistant_lines: float = 0.5   # in a transcript query, words of the assistant's turns
+                                   # count this much (the user's own words name the memory)
     k1: float = 1.2                # BM25 on the combined field
     b: float = 0.75
     # Cost control: Whoosh scores every posting of a searched term in pure Python (~3 us
@@ -714,14 +716,15 @@ def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozens
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
     """Analysed query terms minus learned stopwords, and the affordable subset to search."""
-    counts = Counter(text.terms(query, unigrams=tuning.query_unigrams))
+    counts = _query_counts(query, tuning)
     n = max(searcher.doc_count(), 1)
     df = {t: searcher.doc_frequency(SCORED, t) for t in counts}
     if learned and counts:
         drop = {t for t in counts if t in learned and df[t] / n >= tuning.stop_df}
         kept = Counter({t: c for t, c in counts.items() if t not in drop})
         counts = kept or counts
-    qtf = (lambda c: float(c)) if tuning.qtf_linear else (lambda c: 1.0 + math.log(c))
+    qtf = (lambda c: float(c)) if tuning.qtf_linear else (
+        lambda c: 1.0 + math.log(c) if c >= 1.0 else c)
     live = sorted((t for t in counts if df[t]), key=lambda t: (df[t], t))
     chosen, cost = [], 0
     for t in live[:tuning.max_terms]:
@@ -733,6 +736,29 @@ def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Pla
         chosen = live[:tuning.common_terms]
         cost = sum(df[t] for t in chosen)
     return _Plan(counts, df, {t: qtf(counts[t]) for t in chosen}, n, cost)
+
+
+_SPEAKER_RE = re.compile(r"^\s*[*_]*([^\s:：*_]{1,24})[*_]*\s*[:：]")
+ASSISTANTS = frozenset({"助手", "智能助手", "assistant", "ai", "bot", "agent", "model"})
+
+
+def _query_counts(query: str, tuning: Tuning) -> Counter:
+    """Query terms with their (possibly fractional) counts. In a transcript (two or more
+    lines that start with a speaker label, one of them an assistant) the assistant's lines
+    count ``assistant_lines`` each: what the user said is what names the memory."""
+    lines = query.splitlines()
+    speakers = [m.group(1).lower() if m else None for m in map(_SPEAKER_RE.match, lines)]
+    if tuning.assistant_lines == 1.0 or sum(s is not None for s in speakers) < 2 \
+            or not any(s in ASSISTANTS for s in speakers):
+        return Counter(text.terms(query, unigrams=tuning.query_unigrams))
+    counts: Counter = Counter()
+    speaker = None
+    for line, who in zip(lines, speakers):
+        speaker = who or speaker  # an unlabelled line continues the previous turn
+        w = tuning.assistant_lines if speaker in ASSISTANTS else 1.0
+        for t in text.terms(line, unigrams=tuning.query_unigrams):
+            counts[t] += w
+    return counts
 
 
 def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tuning,

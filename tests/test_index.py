@@ -195,3 +195,15 @@ def test_concurrent_readers_while_writing(tmp_path):
         p.join(60)
         assert p.exitcode == 0
     assert [out.get(timeout=5) for _ in readers] == [60, 60]
+
+
+def test_transcript_query_weighs_the_users_words_over_the_assistants(tmp_path):
+    ix = MemoryIndex(tmp_path / "ix")
+    ix.rebuild([doc("magic", "Bart performed a magic show", "magic show on stage"),
+                doc("calm", "Breathing exercises", "deep breathing keeps you calm")] + FILLER,
+               commit=None)
+    transcript = "Bart: I will do a magic show!\n助手: try deep breathing, stay calm\nBart: thanks"
+    assert ids(ix, transcript)[0] == "magic"
+    # the same words without speaker labels are plain text: the longer match wins
+    plain = "I will do a magic show! try deep breathing, stay calm. thanks"
+    assert ids(ix, plain)[0] == "calm"
