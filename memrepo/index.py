@@ -15,6 +15,7 @@ old or the new index. Incremental updates use Whoosh's own atomic segment commit
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import math
 import os
@@ -218,14 +219,17 @@ class MemoryIndex:
             return {}
 
     def exists(self) -> bool:
-        """True when a complete index of this format is present."""
-        from whoosh import index
+        """True when a complete index of this format is present.
+
+        Cheap on purpose (runs before every search): the live generation is named, of this
+        format and has a Whoosh table of contents. A damaged index passes this check and
+        fails to open (:class:`IndexCorrupt`), which the service answers with a rebuild."""
         gen = self._current()
         if gen is None or self._meta(gen).get("format") != FORMAT:
             return False
         try:
-            return index.exists_in(str(self.dir / gen))
-        except Exception:
+            return any((self.dir / gen).glob("_MAIN_*.toc"))
+        except OSError:
             return False
 
     def indexed_commit(self) -> str | None:
@@ -268,9 +272,12 @@ class MemoryIndex:
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
             ix = index.create_in(str(path), _schema())
-            docs = list(docs)
-            procs = max(1, min(procs, os.cpu_count() or 1, len(docs) // PARALLEL_MIN_DOCS))
-            n = _build(ix, docs, dict(self.tuning.weights), procs, progress)
+            it = iter(docs)
+            head = list(itertools.islice(it, PARALLEL_MIN_DOCS))
+            if len(head) < PARALLEL_MIN_DOCS:
+                procs = 1
+            procs = max(1, min(procs, os.cpu_count() or 1))
+            n = _build(ix, itertools.chain(head, it), dict(self.tuning.weights), procs, progress)
             if progress:
                 progress(n)
             self._write_meta(gen, commit)
@@ -473,7 +480,7 @@ class _MemoryPool:
         self._other.clear()
 
 
-def _segment_of(ix, docs: list[IndexDoc], weights: dict[str, float],
+def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
                 tick: Callable[[int], None] | None = None):
     """Write ``docs`` as one new Whoosh segment (not yet in the table of contents)."""
     from whoosh.writing import SegmentWriter
@@ -485,14 +492,13 @@ def _segment_of(ix, docs: list[IndexDoc], weights: dict[str, float],
         writer.add_document(**_fields(doc, weights))
         if tick and i % 1000 == 0:
             tick(1000)
-    segment = writer._finalize_segment()
-    return segment
+    return writer._finalize_segment(), writer.docnum
 
 
-def _build(ix, docs: list[IndexDoc], weights: dict[str, float], procs: int,
+def _build(ix, docs: Iterator[IndexDoc], weights: dict[str, float], procs: int,
            progress: Callable[[int], None] | None) -> int:
-    """Index ``docs`` into the empty index ``ix``: one segment per process (forked, so the
-    documents are shared, not pickled), then one table-of-contents commit."""
+    """Index ``docs`` into the empty index ``ix`` (one segment per process), then commit
+    the table of contents once; returns the number of documents."""
     from whoosh.writing import SegmentWriter
     done = [0]
 
@@ -504,65 +510,89 @@ def _build(ix, docs: list[IndexDoc], weights: dict[str, float], procs: int,
     parent = SegmentWriter(ix)  # holds Whoosh's lock and writes the TOC
     try:
         if procs <= 1:
-            segments = [_segment_of(ix, docs, weights, tick)] if docs else []
+            segment, n = _segment_of(ix, docs, weights, tick)
+            segments = [segment] if n else []
         else:
-            segments = _parallel_segments(ix, docs, weights, procs, tick)
+            segments, n = _parallel_segments(ix, docs, weights, procs, tick)
         parent._close_segment()
         parent._commit_toc(segments)
     except BaseException:
         parent.cancel()
         raise
     parent._finish()
-    return len(docs)
+    return n
 
 
-def _parallel_segments(ix, docs, weights, procs, tick) -> list:
+BATCH = 200  # documents per message to a build process
+
+
+def _parallel_segments(ix, docs: Iterator[IndexDoc], weights, procs, tick) -> tuple[list, int]:
+    """Stream ``docs`` in batches to ``procs`` forked builders: the caller's reading of the
+    memory files (this process) overlaps with their indexing (the other cores)."""
     import multiprocessing
     import multiprocessing.connection
     import pickle
     ctx = multiprocessing.get_context("fork")
-    size = -(-len(docs) // procs)
-    chunks = [docs[i:i + size] for i in range(0, len(docs), size)]
     workers = []
-    for chunk in chunks:
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_segment_worker, args=(ix, chunk, weights, send), daemon=True)
-        proc.start()
-        send.close()
-        workers.append((proc, recv))
-    segments: list = [None] * len(chunks)
     try:
-        pending = {recv: i for i, (_, recv) in enumerate(workers)}
-        while pending:
-            for conn in multiprocessing.connection.wait(list(pending)):
-                try:
-                    kind, value = conn.recv()
-                except EOFError:
-                    raise IndexError_("an index build process died") from None
-                if kind == "tick":
-                    tick(value)
-                elif kind == "error":
-                    raise IndexError_(f"index build failed: {value}")
-                else:
-                    segments[pending.pop(conn)] = pickle.loads(value)
+        for _ in range(procs):
+            jobs_recv, jobs_send = ctx.Pipe(duplex=False)
+            res_recv, res_send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_segment_worker, args=(ix, jobs_recv, weights, res_send),
+                               daemon=True)
+            proc.start()
+            jobs_recv.close()
+            res_send.close()
+            workers.append((proc, jobs_send, res_recv))
+        n = 0
+        try:
+            for i, batch in enumerate(_batches(docs, BATCH)):
+                workers[i % procs][1].send(batch)
+                n += len(batch)
+                tick(len(batch))
+            for _, jobs_send, _ in workers:
+                jobs_send.send(None)
+        except (BrokenPipeError, ConnectionResetError):
+            raise IndexError_("an index build process died") from None
+        segments = []
+        for _, _, res_recv in workers:
+            try:
+                kind, value = res_recv.recv()
+            except EOFError:
+                raise IndexError_("an index build process died") from None
+            if kind == "error":
+                raise IndexError_(f"index build failed: {value}")
+            segment, count = pickle.loads(value)
+            if count:
+                segments.append(segment)
+        return segments, n
     finally:
-        for proc, recv in workers:
-            recv.close()
+        for proc, jobs_send, res_recv in workers:
+            jobs_send.close()
+            res_recv.close()
             proc.join(5)
             if proc.is_alive():
                 proc.kill()
-    return segments
 
 
-def _segment_worker(ix, docs, weights, conn) -> None:
+def _batches(docs: Iterator[IndexDoc], size: int) -> Iterator[list[IndexDoc]]:
+    while batch := list(itertools.islice(docs, size)):
+        yield batch
+
+
+def _segment_worker(ix, jobs, weights, results) -> None:
     import pickle
+
+    def received() -> Iterator[IndexDoc]:
+        while (batch := jobs.recv()) is not None:
+            yield from batch
+
     try:
-        segment = _segment_of(ix, docs, weights, lambda k: conn.send(("tick", k)))
-        conn.send(("segment", pickle.dumps(segment)))
+        results.send(("segment", pickle.dumps(_segment_of(ix, received(), weights))))
     except BaseException as exc:  # report, never hang the parent
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        results.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
-        conn.close()  # multiprocessing ends the forked child when this returns
+        results.close()  # multiprocessing ends the forked child when this returns
 
 
 def _open_searcher(ix, tuning: "Tuning"):
