@@ -42,3 +42,22 @@ def test_intents():
 def test_query_keys():
     assert query_keys("is project-alpha release.auto_publish on?") == [
         "project-alpha", "release.auto_publish"]
+
+
+def test_scored_text_indexes_the_analyzer_terms_with_folded_weights():
+    from memrepo.analysis import KEYS, LEAD, PROSE, ScoredText
+    field = ScoredText()
+    text = "配置数据库连接池 configured Redis configured"
+    got = {t.decode(): (n, w) for t, n, w, _ in field.index(text)}
+    assert sorted(got) == sorted(set(tokens(text)))
+    assert all(n == tokens(text).count(t) and w == n for t, (n, w) in got.items())
+    # field weights fold into the posting weight; a summary that repeats the body adds nothing
+    sections = ((PROSE, "invoice", 3.0), (KEYS, "release.auto_publish", 2.0),
+                (LEAD, "redis timeout", 1.5), (PROSE, "the redis timeout is set", 1.0))
+    got = {t.decode(): w for t, n, w, _ in field.index(sections)}
+    assert got["invoic"] == 3.0 and got["release.auto_publish"] == 2.0 and got["publish"] == 2.0
+    assert got["redi"] == 1.0 and got["timeout"] == 1.0 and got["set"] == 1.0
+    # a summary with words of its own ranks them above the body's
+    got = {t.decode(): w for t, n, w, _ in field.index(((LEAD, "kafka retention", 1.5),
+                                                        (PROSE, "retention is seven days", 1.0)))}
+    assert got["kafka"] == 1.5 and got["retent"] == 1.0
