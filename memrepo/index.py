@@ -206,11 +206,12 @@ class MemoryIndex:
 
     # ---- state ---------------------------------------------------------------------
     def _current(self) -> str | None:
+        """The live generation's name; None when missing or damaged (then it is rebuilt)."""
         try:
             name = (self.dir / "CURRENT").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+        except (OSError, UnicodeDecodeError):
             return None
-        return name or None
+        return name if re.fullmatch(r"gen-\d+", name) else None
 
     def _meta(self, gen: str) -> dict:
         try:

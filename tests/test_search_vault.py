@@ -171,13 +171,7 @@ def _garble_files(folder: Path, *, only=None) -> int:
     return n
 
 
-CURRENT_BUG = pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason=(
-    "index.py: MemoryIndex._current() reads CURRENT with read_text() and catches only FileNotFoundError, "
-    "so undecodable bytes crash exists(), sync() and even rebuild() ('memrepo reindex') instead of rebuilding"))
-
-
-@pytest.mark.parametrize("which", ["segments", "meta", pytest.param("current", marks=CURRENT_BUG),
-                                   pytest.param("everything", marks=CURRENT_BUG)])
+@pytest.mark.parametrize("which", ["segments", "meta", "current", "everything"])
 def test_corrupt_index_is_rebuilt_or_refused_never_wrong(seeded, which):
     ids(seeded, "pool")
     only = {"everything": None,
