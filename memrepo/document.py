@@ -13,9 +13,8 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-
-import yaml
 
 from memrepo.errors import Problem
 
@@ -34,36 +33,40 @@ class DocumentError(ValueError):
         super().__init__(str(problem))
 
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+@lru_cache(maxsize=1)
+def _loader():
+    """The strict loader class, built on first use: writing a memory never imports YAML."""
+    import yaml
 
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 
-class _StrictLoader(_BaseLoader):
-    """Safe loading without aliases, duplicate keys or implicit timestamps."""
+    class StrictLoader(base):
+        """Safe loading without aliases, duplicate keys or implicit timestamps."""
 
-    def construct_object(self, node, deep=False):
-        # Without aliases every node is constructed once; a second visit means *alias.
-        if node in self.constructed_objects or node in self.recursive_objects:
-            raise yaml.constructor.ConstructorError(
-                None, None, "anchors and aliases (&name / *name) are not allowed in memories", node.start_mark)
-        return super().construct_object(node, deep=deep)
+        def construct_object(self, node, deep=False):
+            # Without aliases every node is constructed once; a second visit means *alias.
+            if node in self.constructed_objects or node in self.recursive_objects:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "anchors and aliases (&name / *name) are not allowed in memories", node.start_mark)
+            return super().construct_object(node, deep=deep)
 
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen: set = set()
-            for key_node, _ in node.value:
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}: keep one", key_node.start_mark)
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: set = set()
+                for key_node, _ in node.value:
+                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key!r}: keep one", key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
 
-
-# Timestamps stay strings so that what validation sees is what the file says.
-_StrictLoader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+    # Timestamps stay strings so that what validation sees is what the file says.
+    StrictLoader.yaml_implicit_resolvers = {
+        ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return yaml, StrictLoader
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,9 @@ def parse(text: str, path: str) -> Parsed:
     head = text[len(OPEN):close.start()]
     body = text[close.end():]
     body = body[1:] if body.startswith("\n") else body
+    yaml, loader = _loader()
     try:
-        meta = yaml.load(head, Loader=_StrictLoader)  # noqa: S506 - strict safe loader
+        meta = yaml.load(head, Loader=loader)  # noqa: S506 - strict safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = f"line {mark.line + 2}" if mark is not None else "(front matter)"
@@ -136,7 +140,22 @@ _RESERVED = re.compile(
     r"^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N)$")
 
 
-_STR_TAG = "tag:yaml.org,2002:str"
+# PyYAML's implicit resolvers (YAML 1.1) for bool, null, float, int, merge and value, as its
+# resolver.py writes them; timestamps are left out because memrepo reads them as text. A test
+# checks this against PyYAML itself, so the writer needs no YAML import.
+_OTHER_TYPE_RE = re.compile(r"""^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+    |~|null|Null|NULL|
+    |[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN)
+    |[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+
+    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+    |<<|=)$""", re.X)
 
 
 def _is_plain_safe(s: str) -> bool:
@@ -146,8 +165,8 @@ def _is_plain_safe(s: str) -> bool:
     if ": " in s or " #" in s or "\u2028" in s or "\u2029" in s or "\x85" in s:
         return False
     # The pattern above leaves only characters with no block-context meaning, so what is left
-    # to ask is whether YAML would read the text as another type (1e3, true, null, 0x1F).
-    return _StrictLoader.resolve(_StrictLoader, yaml.ScalarNode, s, (True, False)) == _STR_TAG
+    # to ask is whether YAML would read the text as another type (1.5, true, null, 0x1F).
+    return not _OTHER_TYPE_RE.match(s)
 
 
 # Characters YAML refuses in a file (control characters, U+FFFE/FFFF, lone surrogates) or

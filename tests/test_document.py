@@ -147,3 +147,16 @@ def test_parse_reads_back_what_render_wrote(meta, body):
     parsed = parse(render(meta, body, ORDER), "p.md")
     assert parsed.meta == meta
     assert parsed.body.rstrip("\n") == body.rstrip("\n")
+
+
+# The writer decides "plain or quoted" without importing YAML; it must agree with PyYAML.
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(
+    st.text(alphabet="0123456789abcdefxXoOnNyYtTrRuUeEsSlL.+-_:~<=i ", max_size=12),
+    st.sampled_from(["1.5", "1e3", "1.0e+3", ".inf", "-.Inf", ".NaN", "0b101", "0o17", "017", "0x1F",
+                      "190:20:30", "1_000", "yes", "No", "ON", "off", "null", "~", "<<", "=", "2026-01-01"])))
+def test_plain_scalar_rule_matches_pyyaml(text):
+    import yaml
+    yaml_says_str = yaml.SafeLoader.resolve(yaml.SafeLoader, yaml.ScalarNode, text, (True, False)) in (
+        "tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp")
+    assert (not document._OTHER_TYPE_RE.match(text)) == yaml_says_str
