@@ -80,9 +80,18 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
+_OWN_FILES = ("memrepo.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD")
+
+
 @lru_cache(maxsize=256)
 def git_path(root: Path, name: str) -> Path:
-    """``git rev-parse --git-path NAME`` (cached: where git keeps a file never moves)."""
+    """``git rev-parse --git-path NAME`` (cached: where git keeps a file never moves).
+
+    memrepo's own files in an ordinary ``.git`` directory need no git call; hooks and
+    anything in a linked worktree or with ``core.hooksPath`` are asked of git.
+    """
+    if name in _OWN_FILES and (root / ".git").is_dir():
+        return root / ".git" / name
     out = run(root, "rev-parse", "--git-path", name).strip()
     p = Path(out)
     return p if p.is_absolute() else root / p
