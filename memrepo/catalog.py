@@ -14,9 +14,8 @@ from typing import Iterable
 from memrepo import document, git
 from memrepo.checks import Row
 from memrepo.errors import Problem
-from memrepo.model import ARCHIVE_DIR, MEMORIES_DIR, Memory
+from memrepo.model import MEMORY_ROOTS, Memory
 
-MEMORY_ROOTS = (MEMORIES_DIR, ARCHIVE_DIR)
 _COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
             "risk", "source", "proposal")
 _SCHEMA = f"""

@@ -18,6 +18,7 @@ STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "r
 SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
 MEMORIES_DIR = "memories"
 ARCHIVE_DIR = "archive"
+MEMORY_ROOTS = (MEMORIES_DIR, ARCHIVE_DIR)
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 WIKILINK_RE = re.compile(r"\[\[([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\]\]")
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"

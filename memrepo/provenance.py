@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrepo import git
-from memrepo.catalog import MEMORY_ROOTS
 from memrepo.checks import check_bytes
 from memrepo.errors import Conflict, NotFound
-from memrepo.model import Memory, now_iso
+from memrepo.model import MEMORY_ROOTS, Memory, now_iso
 from memrepo.proposals import trailers
 from memrepo.vault import Vault
 

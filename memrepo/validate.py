@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Iterable
 
 from memrepo import git, risk
-from memrepo.catalog import MEMORY_ROOTS
 from memrepo.checks import Overlay, Row, RowSet, check_bytes, check_rows
 from memrepo.errors import Problem
-from memrepo.model import is_memory_path
+from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.vault import Vault
 
 

@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from memrepo import config as config_mod
-from memrepo import document, git, schema
-from memrepo.catalog import MEMORY_ROOTS, Catalog
-from memrepo.checks import Overlay, Row, check_bytes, check_memory, check_rows
+from memrepo import git
 from memrepo.errors import Conflict, InvalidMemory, MemrepoError, NotFound, UsageError, VaultExists, VaultNotFound
 from memrepo.lock import locked
-from memrepo.model import Memory, is_memory_path, is_valid_id
+from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 
 MARKER = ".memrepo"
@@ -36,6 +34,7 @@ class CommitResult:
 
 
 def render_bytes(memory: Memory) -> bytes:
+    from memrepo import document, schema
     return document.render(dict(memory.meta), memory.body, schema.field_order()).encode("utf-8")
 
 
@@ -61,7 +60,7 @@ class Vault:
         self.root = Path(root).resolve()
         self.state_dir = self.root / MARKER / "state"
         self.index_dir = self.root / MARKER / "index"
-        self._catalog: Catalog | None = None
+        self._catalog = None
         self._config: config_mod.Config | None = None
 
     # ---------------------------------------------------------- opening
@@ -108,9 +107,10 @@ class Vault:
         """The tip of the main branch."""
         return git.rev_parse(self.root, self.main_ref)
 
-    def catalog(self, *, sync: bool = True) -> Catalog:
+    def catalog(self, *, sync: bool = True):
         """The derived catalog, caught up with the main branch."""
         if self._catalog is None:
+            from memrepo.catalog import Catalog
             self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
         if sync:
             self._catalog.sync(self.head())
@@ -189,6 +189,7 @@ class Vault:
 
     def read_at(self, rev: str, path: str) -> Memory:
         data = git.read_blob(self.root, f"{rev}:{path}")
+        from memrepo.checks import check_bytes
         memory, problems = check_bytes(path, data)
         if memory is None:
             raise InvalidMemory(problems)
@@ -204,8 +205,9 @@ class Vault:
 
     # ---------------------------------------------------------- writing
 
-    def check_new(self, memories: list[Memory], *, deleted: Iterable[Row] = (), view=None) -> None:
+    def check_new(self, memories: list[Memory], *, deleted: Iterable = (), view=None) -> None:
         """Raise InvalidMemory unless these memories can be written as one change."""
+        from memrepo.checks import Overlay, Row, check_memory, check_rows
         problems = []
         for memory in memories:
             problems += check_memory(memory, text=render_bytes(memory).decode("utf-8"))
