@@ -61,6 +61,8 @@ class Vault:
         self.state_dir = self.root / MARKER / "state"
         self.index_dir = self.root / MARKER / "index"
         self._catalog = None
+        self._in_lock = False
+        self._synced_in_lock = False
         self._config: config_mod.Config | None = None
 
     # ---------------------------------------------------------- opening
@@ -112,8 +114,9 @@ class Vault:
         if self._catalog is None:
             from memrepo.catalog import Catalog
             self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
-        if sync:
+        if sync and not (self._in_lock and self._synced_in_lock):
             self._catalog.sync(self.head())
+            self._synced_in_lock = self._in_lock
         return self._catalog
 
     def close(self) -> None:
@@ -133,7 +136,14 @@ class Vault:
         timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
         with locked(git.git_path(self.root, "memrepo.lock"), timeout=timeout, what=f"vault {self.root}"):
             self.recover()
-            yield
+            # Under the lock only memrepo moves main (and its own commits update the catalog),
+            # so the catalog is brought up to date once per locked operation, not per lookup.
+            self._synced_in_lock = False
+            self._in_lock = True
+            try:
+                yield
+            finally:
+                self._in_lock = False
 
     # A write moves the branch first, then updates the working tree and index. The journal,
     # written just before the branch moves, lets the next writer finish that second half if
