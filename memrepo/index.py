@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrepo import text
+from memrepo.model import epoch_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.stats import Stats
@@ -144,15 +145,8 @@ def _schema():
 
 
 def _epoch(iso: str | None) -> int | None:
-    if not iso:
-        return None
-    try:
-        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp())
+    seconds = epoch_seconds(iso)
+    return None if seconds is None else int(seconds)
 
 
 _SESSION_TAG = re.compile(r"^session[-_:]?\w+$", re.IGNORECASE)

@@ -64,6 +64,18 @@ def aware_time(text: object) -> dt.datetime | None:
     return when if when.tzinfo is not None else None
 
 
+def epoch_seconds(text: str | None) -> float | None:
+    """Seconds since the epoch of ISO-8601 text (a date or a naive time is taken as UTC),
+    or None when there is none or it cannot be read."""
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+
+
 def parse_timestamp(value: str) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from memrepo import text
+from memrepo.model import epoch_seconds
 
 RECALL_WEIGHT = 0.2
 USEFUL_WEIGHT = 1.0
@@ -46,16 +47,6 @@ CREATE INDEX IF NOT EXISTS useful_mem ON useful(mem);
 
 def _ts(now: datetime | None) -> float:
     return (now or datetime.now(timezone.utc)).timestamp()
-
-
-def _parse(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    try:
-        dt = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
 
 
 class Stats:
@@ -129,7 +120,7 @@ class Stats:
         now_ts = _ts(now)
         created = created or {}
         events = self._events(ids)
-        return {m: _heat(events.get(m, []), now_ts, _parse(created.get(m))) for m in ids}
+        return {m: _heat(events.get(m, []), now_ts, epoch_seconds(created.get(m))) for m in ids}
 
     def _events(self, ids: list[str]) -> dict[str, list[tuple[float, float]]]:
         """(time, weight) of each heat event: first recall per session, useful per session."""
