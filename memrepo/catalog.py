@@ -18,7 +18,7 @@ from memrepo.model import MEMORY_ROOTS, Memory
 
 _COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
             "risk", "source", "proposal")
-_SCHEMA = f"""
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory (
     path TEXT PRIMARY KEY, id TEXT, subject TEXT, fact TEXT, status TEXT, supersedes TEXT,
     superseded_by TEXT, layer TEXT, risk TEXT, source TEXT, proposal TEXT,

@@ -17,7 +17,7 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 

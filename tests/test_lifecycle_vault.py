@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memrepo import git as gitmod
 from memrepo import lifecycle, memories, proposals, search
 from memrepo.cli import app, main
 from memrepo.errors import Busy

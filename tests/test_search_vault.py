@@ -18,7 +18,7 @@ from memrepo import memories, proposals, search
 from memrepo.cli import app, main
 from memrepo.errors import MemrepoError
 from memrepo.memories import build
-from memrepo.vault import Vault, render_bytes
+from memrepo.vault import render_bytes
 
 from conftest import git
 
