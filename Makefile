@@ -9,12 +9,16 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# Byte-compile the package once: the CLI starts on every agent turn, and an environment that
+# sets PYTHONDONTWRITEBYTECODE would otherwise recompile memrepo's sources on every call.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m compileall -q memrepo
 	touch $@
 
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m compileall -q memrepo
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
