@@ -79,8 +79,6 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
         push: bool = False, remote: str = "origin") -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal."""
-    from memrepo import proposals
-
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     vault.require_main_checkout()
     _refuse_given_status(fields)
@@ -91,6 +89,7 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
                                supersedes=decision.supersedes.id if decision.supersedes else None)
         if decision.high:
+            from memrepo import proposals
             _check_alone(vault, memory)
             proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
             return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
