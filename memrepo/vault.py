@@ -234,7 +234,10 @@ class Vault:
         """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip."""
         writes, deletes = list(writes), list(deletes)
         ref = f"refs/heads/{branch or self.main_branch}"
-        old = git.rev_parse(self.root, ref)
+        synced = self._in_lock and self._synced_in_lock and ref == self.main_ref and self._catalog is not None
+        # Under the lock the catalog already knows main's tip (it was caught up once and follows
+        # every memrepo commit); if anything else moved main meanwhile, the CAS below refuses.
+        old = self._catalog.commit if synced else git.rev_parse(self.root, ref)
         if expect is not None and old != expect:
             raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
         checked_out = git.head_ref(self.root) == ref
@@ -282,8 +285,6 @@ class Vault:
             raise Conflict(f"HEAD is detached in {self.root}; run 'git switch {self.main_branch}' first")
         if head != self.main_ref:
             raise Conflict(f"{head.removeprefix('refs/heads/')} is checked out; memrepo writes to {self.main_branch}: run 'git switch {self.main_branch}' first")
-        if self.head() is None:
-            raise MemrepoError(f"{self.main_branch} has no commits; was the vault created with 'memrepo init'?")
 
 
 def atomic_write(target: Path, payload: bytes) -> None:
