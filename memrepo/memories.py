@@ -80,9 +80,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         push: bool = False, remote: str = "origin") -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
-    vault.require_main_checkout()
     _refuse_given_status(fields)
     with vault.lock():
+        vault.require_main_checkout()
         catalog = vault.catalog()
         decision = risk.assess(memory.meta, catalog, vault.config)
         status = "pending_review" if decision.high else "active"

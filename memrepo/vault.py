@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 
 from memrepo import config as config_mod
 from memrepo import git
-from memrepo.errors import Conflict, InvalidMemory, MemrepoError, NotFound, UsageError, VaultExists, VaultNotFound
+from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
 from memrepo.lock import locked
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
@@ -63,6 +63,7 @@ class Vault:
         self._catalog = None
         self._in_lock = False
         self._synced_in_lock = False
+        self._checked_head: str | None = None
         self._config: config_mod.Config | None = None
 
     # ---------------------------------------------------------- opening
@@ -139,11 +140,13 @@ class Vault:
             # Under the lock only memrepo moves main (and its own commits update the catalog),
             # so the catalog is brought up to date once per locked operation, not per lookup.
             self._synced_in_lock = False
+            self._checked_head = None
             self._in_lock = True
             try:
                 yield
             finally:
                 self._in_lock = False
+                self._checked_head = None
 
     # A write moves the branch first, then updates the working tree and index. The journal,
     # written just before the branch moves, lets the next writer finish that second half if
@@ -240,7 +243,7 @@ class Vault:
         old = self._catalog.commit if synced else git.rev_parse(self.root, ref)
         if expect is not None and old != expect:
             raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
-        checked_out = git.head_ref(self.root) == ref
+        checked_out = (self._checked_head if self._in_lock and self._checked_head else git.head_ref(self.root)) == ref
         paths = [m.path for m in writes] + deletes
         if checked_out:
             self._refuse_dirty(paths)
@@ -281,6 +284,8 @@ class Vault:
     def require_main_checkout(self) -> None:
         """Writes go to main; refuse a detached HEAD or another branch checked out."""
         head = git.head_ref(self.root)
+        if self._in_lock:
+            self._checked_head = head  # commit() under this lock need not ask again
         if head is None:
             raise Conflict(f"HEAD is detached in {self.root}; run 'git switch {self.main_branch}' first")
         if head != self.main_ref:
