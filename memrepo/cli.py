@@ -471,11 +471,36 @@ def hook_pre_merge_commit():
     hook_pre_commit()
 
 
+def _command_name(argv: list[str]) -> str | None:
+    """The sub-command named on the command line (after the global ``--vault``), if any."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--vault":
+            next(args, None)
+        elif not arg.startswith("--vault="):
+            return None if arg.startswith("-") else arg
+    return None
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """An app holding only the invoked command: typer would otherwise build every command's
+    parameters on each call, and the CLI starts on every agent turn."""
+    name = _command_name(argv)
+    found = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
+    if not found:
+        return app
+    small = typer.Typer(add_completion=False, rich_markup_mode=None, help=app.info.help)
+    small.registered_callback = app.registered_callback
+    small.registered_commands = found
+    return small
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: maps library errors to messages and exit codes in one place."""
     from memrepo.errors import InvalidMemory, MemrepoError
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = app(args=argv, standalone_mode=False)
+        rv = _app_for(argv)(args=argv, standalone_mode=False, prog_name="memrepo")
     except MemrepoError as e:
         if isinstance(e, InvalidMemory):
             for p in e.problems:
