@@ -148,7 +148,8 @@ def sync(vault: Vault) -> SyncReport:
     index = _index(vault)
     head = git.rev_parse(vault.root, "HEAD")
     if not index.exists():
-        notice = "search index missing or unreadable: rebuilding it from the memory files"
+        notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
+                  else "search index missing or unreadable: rebuilding it from the memory files")
         return SyncReport(True, rebuild(vault), 0, notice)
     indexed = index.indexed_commit()
     changed: set[str] = set()
