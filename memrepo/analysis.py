@@ -153,11 +153,6 @@ def memory_analyzer() -> MemoryTokenizer:
     return MemoryTokenizer()
 
 
-def key_analyzer() -> KeyTokenizer:
-    """Analyzer for identifier fields (subject, fact, tags as keys)."""
-    return KeyTokenizer()
-
-
 # ------------------------------------------------------------------ query analysis ---
 
 _HISTORY_RE = re.compile(

@@ -77,10 +77,6 @@ class Parsed:
     body: str
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
 def decode(data: bytes, path: str) -> str:
     """UTF-8 text of a memory file, or a DocumentError naming the file and the line."""
     if len(data) > MAX_FILE_BYTES:

@@ -55,12 +55,6 @@ def run_bytes(root: Path, *args: str, check: bool = True) -> bytes:
     return proc.stdout
 
 
-def toplevel(path: Path) -> Path | None:
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                          capture_output=True, env=clean_env())
-    return Path(proc.stdout.decode().strip()) if proc.returncode == 0 else None
-
-
 def init(root: Path, *, branch: str = "main") -> None:
     run(root, "init", "-q", "-b", branch)
     # Keep add/commit flat as the vault grows: a split index writes only what changed.
@@ -160,18 +154,6 @@ def _parse_raw_diff(out: str) -> list[Change]:
         changes.append(Change(status[0], parts[i + 1], new_sha, new_mode))
         i += 2
     return changes
-
-
-def staged_entries(root: Path, paths: Iterable[str], index_file: str | None = None) -> dict[str, TreeEntry]:
-    """Index entries (mode, blob) of ``paths`` as staged."""
-    env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    out = run(root, "ls-files", "-s", "-z", "--", *paths, env=env)
-    entries = {}
-    for rec in filter(None, out.split("\0")):
-        meta, path = rec.split("\t", 1)
-        mode, sha, _stage = meta.split()
-        entries[path] = TreeEntry(mode, sha, path)
-    return entries
 
 
 class BlobReader:

@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMAT = 2  # 2: one combined scored field (weights folded in at index time)
 WRITE_TIMEOUT_S = 10.0
 OPEN_RETRIES = 8
-STATUS_DEFAULT = frozenset({"active"})
 
 
 class IndexError_(Exception):

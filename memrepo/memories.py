@@ -10,10 +10,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from memrepo import git, risk
-from memrepo.checks import Overlay, Row, RowSet, check_memory, check_rows
+from memrepo.checks import Overlay, Row, check_memory, check_rows
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.vault import Vault, render_bytes
@@ -251,7 +251,3 @@ def _cross_check(vault: Vault, memories: list[Memory], name: str, line_of: dict[
     bad_paths = {p.path for p in found}
     problems = [Problem(f"{name}:line {line_of.get(p.path, '?')}", p.field, p.message) for p in found]
     return [m for m in memories if m.path not in bad_paths], problems
-
-
-def rows_of(memories: Iterable[Memory]) -> RowSet:
-    return RowSet(Row.of(m) for m in memories)

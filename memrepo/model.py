@@ -20,7 +20,6 @@ MEMORIES_DIR = "memories"
 ARCHIVE_DIR = "archive"
 MEMORY_ROOTS = (MEMORIES_DIR, ARCHIVE_DIR)
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-WIKILINK_RE = re.compile(r"\[\[([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\]\]")
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
 
@@ -132,11 +131,6 @@ class Memory:
         fact = self.meta.get("fact")
         return (self.meta.get("subject"), fact) if fact else None
 
-    def links_all(self) -> tuple[str, ...]:
-        """Linked ids from ``links`` and ``[[id]]`` wikilinks in the body, in order, unique."""
-        seen = dict.fromkeys(list(self.meta.get("links", ())) + WIKILINK_RE.findall(self.body))
-        return tuple(seen)
-
     def evolve(self, **changes: Any) -> "Memory":
         """A copy with front-matter fields changed (``None`` removes a field); path follows."""
         meta = dict(self.meta)
@@ -146,9 +140,6 @@ class Memory:
             else:
                 meta[k] = v
         return replace(self, meta=meta, path=canonical_path(meta), blob=None)
-
-    def with_body(self, body: str) -> "Memory":
-        return replace(self, body=body, blob=None)
 
 
 _OPTIONAL_DEFAULTS: dict[str, Any] = {

@@ -16,7 +16,6 @@ Applied proposals are remembered under ``refs/memrepo/applied/<id>`` (the merge 
 """
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -416,11 +415,3 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
     git.fast_import_commit(vault.root, parent=proposal.tip, changes=changes, message=message,
                            ref=f"refs/heads/{proposal.branch}", old=proposal.tip, reason=f"memrepo: activate {proposal.id}")
-
-
-def pending_ids(proposals: Iterable[Proposal]) -> set[str]:
-    return {i for p in proposals for i in p.ids}
-
-
-def parse_date(value: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(value)

@@ -20,7 +20,7 @@ from memrepo import config as config_mod
 from memrepo import git
 from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
 from memrepo.lock import locked
-from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
+from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id
 from memrepo.resources import resource
 
 MARKER = ".memrepo"
@@ -321,7 +321,3 @@ def _refuse_occupied(root: Path) -> None:
         raise VaultExists(f"{root} is a file; pick a directory path")
     if root.is_dir() and any(root.iterdir()):
         raise VaultExists(f"{root} is not empty and is not a vault; pick an empty or new directory")
-
-
-def is_vault_file(path: str) -> bool:
-    return is_memory_path(path)
