@@ -26,17 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memrepo.decay import DecayParams, compute_activity, plan_archive  # noqa: E402
-from memrepo.distill import Entry, find_patterns  # noqa: E402
-from memrepo.graph import Node, build_graph  # noqa: E402
+from memrepo.lifecycle.decay import DecayParams, compute_activity, plan_archive  # noqa: E402
+from memrepo.lifecycle.distill import Entry, find_patterns  # noqa: E402
+from memrepo.lifecycle.graph import Node, build_graph  # noqa: E402
 
 SYNTH = os.environ.get("MEMREPO_SYNTH", "/work/shared/bench/synth.py")
-NOW = datetime(2026, 11, 29, 3, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
 WINDOW_DAYS = 30
 
 EN_TEMPLATES = [

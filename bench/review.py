@@ -31,8 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from write_path import (DEFAULT_SYNTH, REPO, WARMUPS, bench_env, build_vault, machine,  # noqa: E402
-                        memrepo_cmd, stats, timed, run)
+from write_path import DEFAULT_SYNTH, REPO, WARMUPS, bench_env, build_vault, machine, memrepo_cmd, run, stats, timed  # noqa: E402
 
 OPS = ("propose", "review", "apply", "rollback")
 

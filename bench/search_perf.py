@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from memrepo import text
-from memrepo.index import MemoryIndex, SearchQuery
+from memrepo.retrieval.index import MemoryIndex, SearchQuery
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval import DEFAULT_BENCH, read_jsonl, to_doc  # noqa: E402
@@ -93,7 +93,7 @@ COLD = """
 import sys, time
 t = time.perf_counter()
 from pathlib import Path
-from memrepo.index import MemoryIndex, SearchQuery
+from memrepo.retrieval.index import MemoryIndex, SearchQuery
 ix = MemoryIndex(Path(sys.argv[1]))
 ix.search(SearchQuery(sys.argv[2], limit=10))
 print(time.perf_counter() - t)

@@ -12,7 +12,7 @@ folder and measures, on that vault:
 * ``memrepo --vault V add --id .. --subject .. --summary .. --body ..`` through the CLI, one process
   per call so start-up is included: median and p95 of ``--runs`` calls after 3 warm-ups. Every
   call uses a new subject and no fact, so every write is low risk and commits straight to main;
-* ``memrepo.memories.add`` in this process (one :class:`Vault` kept open, as an agent would);
+* ``memrepo.review.writes.add`` in this process (one :class:`Vault` kept open, as an agent would);
 * the pre-commit hook for a one-file hand edit: append a line to one memory file, ``git add``
   it, time ``git commit -m x`` with memrepo's hook installed, and the same commit with
   ``--no-verify`` as git's own cost (the two kinds alternate, so drift hits both alike);
@@ -188,8 +188,8 @@ def add_cli(vault: Path, env: dict[str, str], runs: int) -> dict[str, float]:
 
 
 def add_in_process(vault_path: Path, runs: int) -> dict[str, float]:
-    from memrepo import memories
-    from memrepo.vault import Vault
+    from memrepo.review import writes as memories
+    from memrepo.store.vault import Vault
 
     with Vault(vault_path) as vault:
         def one(i: int) -> tuple[float, float]:

@@ -1,3 +1,3 @@
-from memrepo.cli import main
+from memrepo.cli.app import main
 
 raise SystemExit(main())

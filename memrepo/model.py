@@ -30,7 +30,7 @@ def is_valid_id(value: object) -> bool:
 
 def new_id(now: dt.datetime | None = None) -> str:
     """A fresh id like ``mem_20261129_7k3p9x``: sortable by day, random enough to not collide."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     # 32 symbols, so each random byte maps onto them uniformly (os.urandom: the secrets
     # module would cost every CLI call 5 ms of imports for the same bytes).
     suffix = "".join(_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in os.urandom(6))
@@ -39,17 +39,17 @@ def new_id(now: dt.datetime | None = None) -> str:
 
 def now_iso() -> str:
     """The current time as the front matter stores it (UTC, seconds)."""
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
 def normalise_timestamp(value: Any) -> Any:
     """A datetime (or date) becomes ISO-8601 text; a naive datetime is taken as UTC."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return value.isoformat()
     if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).isoformat()
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).isoformat()
     return value
 
 
@@ -72,12 +72,12 @@ def epoch_seconds(text: str | None) -> float | None:
         when = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
 def parse_timestamp(value: str) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def canonical_path(meta: Mapping[str, Any]) -> str:
@@ -131,7 +131,7 @@ class Memory:
         fact = self.meta.get("fact")
         return (self.meta.get("subject"), fact) if fact else None
 
-    def evolve(self, **changes: Any) -> "Memory":
+    def evolve(self, **changes: Any) -> Memory:
         """A copy with front-matter fields changed (``None`` removes a field); path follows."""
         meta = dict(self.meta)
         for k, v in changes.items():

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memrepo.vault import Vault
+from memrepo import api
+from memrepo.store.vault import Vault
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def isolated_env(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def vault(tmp_path) -> Vault:
     """A fresh vault made by ``memrepo init`` in a temporary directory."""
-    v = Vault.init(tmp_path / "vault")
+    v = api.init(tmp_path / "vault")
     yield v
     v.close()
 

@@ -1,5 +1,5 @@
 """Analyzers and query routing: the terms the index stores are the terms a query asks for."""
-from memrepo.analysis import detect_intent, key_terms, memory_analyzer, query_keys
+from memrepo.retrieval.analysis import detect_intent, key_terms, memory_analyzer, query_keys
 from memrepo.text import terms
 
 
@@ -45,7 +45,7 @@ def test_query_keys():
 
 
 def test_scored_text_indexes_the_analyzer_terms_with_folded_weights():
-    from memrepo.analysis import KEYS, LEAD, PROSE, ScoredText
+    from memrepo.retrieval.analysis import KEYS, LEAD, PROSE, ScoredText
     field = ScoredText()
     text = "配置数据库连接池 configured Redis configured"
     got = {t.decode(): (n, w) for t, n, w, _ in field.index(text)}

@@ -1,31 +1,82 @@
-"""Import direction and one owner per outside concern (STYLE.md points 1-3 and 6), read from the AST."""
+"""The package layout, read from the AST: imports point one way down the layers, no module
+imports itself back through a cycle (lazy imports inside functions included), and each outside
+library has one owner module (STYLE.md points 1-3 and 6, DESIGN.md section 7b)."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memrepo"
-MODULES = sorted(p for p in PACKAGE.glob("*.py"))
-INTERFACE = {"cli.py", "__main__.py", "hook_entry.py"}
+MODULES = sorted(PACKAGE.rglob("*.py"))
+SUBPACKAGES = ("store", "review", "retrieval", "lifecycle", "agents", "team", "mcp", "cli")
+
+# Lower rank never imports higher rank; equal-ranked packages never import each other.
+RANK = {
+    "values": 0,
+    "store": 1,
+    "review": 2, "retrieval": 2,
+    "lifecycle": 3,
+    "agents": 4, "team": 4,
+    "api": 5,
+    "cli": 6, "mcp": 6,
+    "entry": 7,
+}
+VALUES = {"errors", "model", "text", "config", "resources"}
+ENTRY = {"__main__", "hook_entry"}  # `python -m memrepo`, and the shim name hooks installed before the layout
 
 
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer(name: str) -> str:
+    """The layer a module belongs to: its subpackage, or api / values / entry at the top level."""
+    parts = name.split(".")
+    if len(parts) == 1:
+        return "values"  # memrepo/__init__: version and lazy re-exports
+    if parts[1] in SUBPACKAGES:
+        return parts[1]
+    if parts[1] == "api":
+        return "api"
+    if parts[1] in ENTRY:
+        return "entry"
+    assert parts[1] in VALUES, f"{name}: a top-level module that is not a value type; put it in a subpackage"
+    return "values"
+
+
+@cache
 def tree(path: Path) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
+KNOWN = {module_name(p) for p in MODULES}
+
+
 def imports(path: Path) -> set[str]:
-    """Every module name imported anywhere in the file (top level or inside functions)."""
+    """Every module imported anywhere in the file (top level, inside functions, under TYPE_CHECKING)."""
     found = set()
     for node in ast.walk(tree(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path.name}: relative import; write the full memrepo.… name"
             found.add(node.module)
-            if node.module == "memrepo":
-                found.update(f"memrepo.{alias.name}" for alias in node.names)
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in KNOWN:
+                    found.add(f"{node.module}.{alias.name}")
     return found
+
+
+def internal(path: Path) -> set[str]:
+    """memrepo modules this file imports (a package counts only when it is the module itself)."""
+    me = module_name(path)
+    return {i for i in imports(path) if i in KNOWN and i != me and not (i == "memrepo" and me != "memrepo")} - {"memrepo"}
 
 
 def top(name: str) -> str:
@@ -33,17 +84,63 @@ def top(name: str) -> str:
 
 
 def owners(package: str) -> set[str]:
-    return {p.name for p in MODULES if any(top(i) == package for i in imports(p))}
+    return {module_name(p) for p in MODULES if any(top(i) == package for i in imports(p))}
 
 
 def test_the_modules_were_found():
-    names = {p.name for p in MODULES}
-    assert {"cli.py", "git.py", "document.py", "schema.py", "vault.py"} <= names
+    names = {module_name(p) for p in MODULES}
+    assert {"memrepo.cli.app", "memrepo.store.git", "memrepo.store.document", "memrepo.store.schema",
+            "memrepo.store.vault", "memrepo.api"} <= names
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if p.name not in INTERFACE], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_imports_point_down_the_layers(path):
+    me = module_name(path)
+    mine = layer(me)
+    wrong = []
+    for other in sorted(internal(path)):
+        theirs = layer(other)
+        if theirs == mine:
+            continue
+        if RANK[theirs] >= RANK[mine]:
+            wrong.append(f"{other} ({theirs})")
+    assert not wrong, f"{me} ({mine}) imports {wrong}, which are not below it: {RANK}"
+
+
+def test_the_layer_check_can_fail():
+    """A store module importing review would be flagged (the check above is not vacuous)."""
+    assert RANK[layer("memrepo.review.proposals")] > RANK[layer("memrepo.store.vault")]
+    assert layer("memrepo.retrieval.search") != layer("memrepo.review.validate")
+
+
+def test_no_import_cycles_even_through_lazy_imports():
+    graph = {module_name(p): internal(p) for p in MODULES}
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+
+
+INTERFACE = {"cli", "mcp", "entry"}
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
 def test_library_never_imports_the_cli_or_typer(path):
-    bad = {i for i in imports(path) if i == "memrepo.cli" or top(i) in ("typer", "click")}
+    bad = {i for i in imports(path) if i.startswith("memrepo.cli") or top(i) in ("typer", "click")}
     assert not bad, f"{path.name} imports {bad}: the library must work without the CLI"
 
 
@@ -52,26 +149,31 @@ def test_click_is_never_imported_directly():
 
 
 def test_only_schema_imports_jsonschema():
-    assert owners("jsonschema") == {"schema.py"}
+    assert owners("jsonschema") == {"memrepo.store.schema"}
 
 
 def test_only_document_imports_yaml():
-    assert owners("yaml") == {"document.py"}
+    assert owners("yaml") == {"memrepo.store.document"}
 
 
-def test_only_the_search_modules_import_whoosh():
-    assert owners("whoosh") <= {"index.py", "analysis.py", "text.py"}
-    assert owners("whoosh")  # the index exists and is the one owner
+def test_only_foreign_imports_frontmatter():
+    assert owners("frontmatter") == {"memrepo.store.foreign"}
 
 
-def test_gitpython_is_not_used_outside_git_module():
-    assert owners("git") <= {"git.py"}
+def test_only_the_retrieval_modules_and_text_import_whoosh():
+    whoosh = owners("whoosh")
+    assert whoosh, "the index imports whoosh"
+    assert all(m.startswith("memrepo.retrieval.") or m == "memrepo.text" for m in whoosh), whoosh
+
+
+def test_only_sqlite_owners_import_sqlite():
+    assert owners("sqlite3") <= {"memrepo.store.catalog", "memrepo.store.sqlite", "memrepo.retrieval.stats"}
 
 
 def _runs_git(node: ast.Call) -> bool:
     """A call with a command list/tuple literal whose first element is "git"."""
     for arg in list(node.args[:1]) + [k.value for k in node.keywords if k.arg == "args"]:
-        if isinstance(arg, (ast.List, ast.Tuple)) and arg.elts:
+        if isinstance(arg, ast.List | ast.Tuple) and arg.elts:
             first = arg.elts[0]
             if isinstance(first, ast.Constant) and first.value == "git":
                 return True
@@ -80,11 +182,14 @@ def _runs_git(node: ast.Call) -> bool:
     return False
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if p.name != "git.py"], ids=lambda p: p.name)
+GIT = PACKAGE / "store" / "git.py"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p != GIT], ids=module_name)
 def test_only_git_module_runs_git(path):
     calls = [n for n in ast.walk(tree(path)) if isinstance(n, ast.Call)]
     offenders = [n.lineno for n in calls if _runs_git(n)]
-    assert not offenders, f"{path.name} runs git itself at lines {offenders}; go through memrepo.git"
+    assert not offenders, f"{path.name} runs git itself at lines {offenders}; go through memrepo.store.git"
     shell = [n.lineno for n in calls if isinstance(n.func, ast.Attribute) and n.func.attr in ("system", "popen")
              and isinstance(n.func.value, ast.Name) and n.func.value.id == "os"]
     assert not shell, f"{path.name} shells out with os.system/os.popen at lines {shell}"
@@ -92,10 +197,10 @@ def test_only_git_module_runs_git(path):
 
 def test_git_module_really_runs_git():
     """The check above can fail: git.py itself is what it would flag."""
-    assert any(_runs_git(n) for n in ast.walk(tree(PACKAGE / "git.py")) if isinstance(n, ast.Call))
+    assert any(_runs_git(n) for n in ast.walk(tree(GIT)) if isinstance(n, ast.Call))
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if p.name not in INTERFACE], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
 def test_library_never_prints_or_exits(path):
     bad = []
     for node in ast.walk(tree(path)):
@@ -108,25 +213,3 @@ def test_library_never_prints_or_exits(path):
                 and f.value.id in ("sys", "os"):
             bad.append(f"{f.value.id}.{f.attr}() at line {node.lineno}")
     assert not bad, f"{path.name}: {bad}; return values or raise memrepo.errors, the CLI prints and exits"
-
-
-# Storage and values never reach up into services or domain modules (STYLE.md point 3).
-ALLOWED = {
-    "errors.py": set(),
-    "model.py": {"errors"},
-    "resources.py": set(),
-    "document.py": {"errors"},
-    "schema.py": {"errors", "resources"},
-    "secretscan.py": {"errors"},
-    "checks.py": {"document", "schema", "secretscan", "errors", "model"},
-    "git.py": {"errors"},
-    "lock.py": {"errors"},
-    "config.py": {"errors"},
-    "catalog.py": {"document", "git", "checks", "errors", "model"},
-}
-
-
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_lower_layers_only_import_below_themselves(name):
-    used = {i.split(".")[1] for i in imports(PACKAGE / name) if i.startswith("memrepo.")}
-    assert used <= ALLOWED[name], f"{name} imports {sorted(used - ALLOWED[name])}, which sit above it"

@@ -1,14 +1,14 @@
 """Influence decay: activity propagation, keystone protection, archive and expiry plans."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from memrepo.decay import DecayParams, compute_activity, own_activity, plan_archive, plan_expiry
-from memrepo.graph import Node, build_graph
+from memrepo.lifecycle.decay import DecayParams, compute_activity, own_activity, plan_archive, plan_expiry
+from memrepo.lifecycle.graph import Node, build_graph
 
-NOW = datetime(2026, 11, 29, 3, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
 OLD = "2026-01-10T09:00:00+08:00"  # long past the grace period
 HOT = (12, "2026-11-28T20:00:00+08:00")
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from memrepo.distill import Entry, KnownPattern, find_patterns, promote
+from memrepo.lifecycle.distill import Entry, KnownPattern, find_patterns, promote
 
-NOW = datetime(2026, 11, 20, 23, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 23, 0, tzinfo=UTC)
 
 
 def entry(id_: str, day: int, summary: str, body: str = "", *, session: str | None = None,
@@ -91,14 +91,14 @@ def test_two_occurrences_are_not_a_pattern():
 
 
 def test_three_on_the_same_day_and_session_are_not_a_pattern():
-    same = [replace(e, created="2026-11-09T0%d:00:00+08:00" % (i + 1), session="s1")
+    same = [replace(e, created=f"2026-11-09T0{i + 1}:00:00+08:00", session="s1")
             for i, e in enumerate(DARK_EN)]
     assert find_patterns(same + NOISE, now=NOW).candidates == ()
     assert find_patterns(same + NOISE, now=NOW, count_by="session").candidates == ()
 
 
 def test_distinct_sessions_on_one_day_count_when_asked():
-    same_day = [replace(e, created="2026-11-09T0%d:00:00+08:00" % (i + 1), session=f"s{i}")
+    same_day = [replace(e, created=f"2026-11-09T0{i + 1}:00:00+08:00", session=f"s{i}")
                 for i, e in enumerate(DARK_EN)]
     assert find_patterns(same_day, now=NOW).candidates == ()
     assert members(find_patterns(same_day, now=NOW, count_by="session")) == [

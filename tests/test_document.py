@@ -5,14 +5,14 @@ import datetime as dt
 import string
 
 import pytest
+from conftest import git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrepo import document, memories, schema
-from memrepo.document import DocumentError, parse, render
-from memrepo.vault import render_bytes
-
-from conftest import git
+from memrepo.review import writes as memories
+from memrepo.store import document, schema
+from memrepo.store.document import DocumentError, parse, render
+from memrepo.store.vault import render_bytes
 
 ORDER = schema.field_order()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import xml.etree.ElementTree as ET
 
-from memrepo.graph import Node, build_graph, cooccur_strength, wikilinks
+from memrepo.lifecycle.graph import Node, build_graph, cooccur_strength, wikilinks
 
 NS = "{http://graphml.graphdrawing.org/xmlns}"
 

@@ -6,12 +6,11 @@ import os
 import subprocess
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import memories
-from memrepo.cli import app
-
-from conftest import git
+from memrepo.cli.app import app
+from memrepo.review import writes as memories
 
 runner = CliRunner()
 
@@ -171,13 +170,13 @@ def test_hand_override_of_an_active_fact_on_main_is_refused_but_no_verify_overri
     proc = commit(vault.root, "--no-verify", "-m", "deliberate override")
     assert proc.returncode == 0
     assert git(vault.root, "log", "-1", "--format=%s").strip() == "deliberate override"
-    from memrepo import validate
+    from memrepo.review import validate
     assert validate.validate_tree(vault) == []
 
 
 def test_editing_an_already_active_high_risk_memory_is_allowed(vault):
     added = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "layer": "L3", "summary": "No auto publish"}, "")
-    from memrepo import proposals
+    from memrepo.review import proposals
     proposals.apply(vault, added.proposal)
     path = vault.root / "memories/L3/mem_rule.md"
     path.write_text(path.read_text() + "Typo fixed.\n")
@@ -222,7 +221,7 @@ def test_validate_exit_codes_and_json(vault, monkeypatch):
 
 
 def test_validate_paths_checks_against_the_committed_vault(vault):
-    from memrepo import validate
+    from memrepo.review import validate
     memories.add(vault, {"id": "mem_v1", "subject": "proj", "fact": "ui.theme", "layer": "L2", "summary": "dark"}, "")
     rel = write(vault, "memories/L2/mem_v2.md", memory_text("mem_v2", fact="ui.theme"))
     problems = validate.validate_paths(vault, [vault.root / rel])

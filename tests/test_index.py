@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memrepo.index import IndexCorrupt, IndexDoc, MemoryIndex, SearchQuery
-from memrepo.stats import Stats
+from memrepo.retrieval.index import IndexCorrupt, IndexDoc, MemoryIndex, SearchQuery
+from memrepo.retrieval.stats import Stats
 
 
 def doc(id: str, summary: str, body: str = "", *, tags=(), status="active", subject="proj",

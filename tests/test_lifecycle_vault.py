@@ -14,14 +14,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import lifecycle, memories, proposals, search
-from memrepo.cli import app, main
+from memrepo import api
+from memrepo.cli.app import app, main
 from memrepo.errors import Busy
-from memrepo.vault import Vault
-
-from conftest import git
+from memrepo.lifecycle import nightly as lifecycle
+from memrepo.retrieval import search
+from memrepo.review import proposals
+from memrepo.review import writes as memories
+from memrepo.store.vault import Vault
 
 runner = CliRunner()
 NOW = "2026-11-20"
@@ -220,7 +223,7 @@ def test_malformed_entry_is_skipped_and_reported(vault):
 def test_same_input_gives_the_same_candidates(tmp_path):
     results = []
     for name in ("a", "b"):
-        v = Vault.init(tmp_path / name)
+        v = api.init(tmp_path / name)
         load(v, list(reversed(DARK_EN + DARK_ZH + NOISE)) if name == "b" else DARK_EN + DARK_ZH + NOISE)
         report = lifecycle.distill(v, now=NOW)
         mems = proposals.memories_of(v, proposals.get(v, report.proposal))
@@ -272,7 +275,7 @@ def test_keystones_are_never_archived(vault):
 
 
 def test_recent_recalls_keep_an_old_memory(vault):
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)  # recalls are logged at the real time
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)  # recalls are logged at the real time
     year_ago = (now - dt.timedelta(days=365)).isoformat()
     load(vault, [old_memory("mem_used", "kafka retention is 7 days", created=year_ago),
                  old_memory("mem_unused", "fax machine on floor 2", created=year_ago)])
@@ -392,8 +395,8 @@ def test_nightly_that_finds_work_reports_it(vault):
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from memrepo import git
-    from memrepo.lock import locked
+    from memrepo.store import git
+    from memrepo.store.lock import locked
     with locked(git.git_path(Path(sys.argv[1]), "memrepo-nightly.lock"), timeout=5):
         print("held", flush=True)
         sys.stdin.readline()

@@ -8,15 +8,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from conftest import git
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from memrepo import memories, proposals, provenance, validate
+from memrepo import api
 from memrepo.errors import MemrepoError
-from memrepo.vault import Vault
-
-from conftest import git
+from memrepo.review import proposals, provenance, validate
+from memrepo.review import writes as memories
 
 FACTS = st.sampled_from(["db.pool", "ui.theme", None])
 KINDS = st.sampled_from(["knowledge", "preference", "constraint"])
@@ -31,7 +31,7 @@ class VaultMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="memrepo-prop-"))
-        self.vault = Vault.init(self.tmp / "v")
+        self.vault = api.init(self.tmp / "v")
         self.n = 0
 
     def teardown(self):

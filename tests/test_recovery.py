@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
-
-from memrepo import memories, proposals, secretscan
-from memrepo.vault import Vault
-
 from conftest import git
+
+from memrepo.review import proposals
+from memrepo.review import writes as memories
+from memrepo.store import secretscan
+from memrepo.store.vault import Vault
 
 
 class Killed(BaseException):

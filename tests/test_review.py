@@ -8,14 +8,14 @@ import os
 import subprocess
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import memories, proposals, provenance, validate
-from memrepo.cli import app
+from memrepo.cli.app import app
 from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError
-from memrepo.vault import Vault
-
-from conftest import git
+from memrepo.review import proposals, provenance, validate
+from memrepo.review import writes as memories
+from memrepo.store.vault import Vault
 
 runner = CliRunner()
 
@@ -571,7 +571,7 @@ def test_teammate_pulls_a_proposal_merged_on_the_forge_into_a_diverged_main(vaul
     git(vault.root, "push", "-q", "origin", "main")
     teammate = tmp_path / "teammate"
     git(tmp_path, "clone", "-q", str(bare), str(teammate))
-    from memrepo import hooks
+    from memrepo.review import hooks
     hooks.install(teammate)
     result = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "layer": "L3", "summary": "r"}, "", push=True)
     forge = tmp_path / "forge"

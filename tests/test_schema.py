@@ -3,8 +3,8 @@ import json
 
 import jsonschema
 
-from memrepo import schema
 from memrepo.resources import schema_path
+from memrepo.store import schema
 
 
 def test_schema_file_is_valid_json_schema_2020_12():
@@ -30,7 +30,8 @@ def test_date_time_format_is_really_checked():
 
 # ------------------------------------------------------------------ fast acceptance
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 VALID = {"id": "mem_20261129_ab12cd", "layer": "L2", "kind": "preference", "subject": "user",
          "fact": "ui.theme", "summary": "深色模式", "status": "active", "risk": "low", "source": "user",

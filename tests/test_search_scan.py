@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import time
 
-from memrepo import memories, search
-from memrepo.search import _load_scan, _save_scan, _Scan, _scan_due
+from memrepo.retrieval import search
+from memrepo.retrieval.search import _load_scan, _save_scan, _Scan, _scan_due
+from memrepo.review import writes as memories
 
 
 def test_cheap_looks_happen_on_every_search():

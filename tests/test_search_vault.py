@@ -12,15 +12,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import memories, proposals, search
-from memrepo.cli import app, main
+from memrepo.cli.app import app, main
 from memrepo.errors import MemrepoError
-from memrepo.memories import build
-from memrepo.vault import render_bytes
-
-from conftest import git
+from memrepo.retrieval import search
+from memrepo.review import proposals
+from memrepo.review import writes as memories
+from memrepo.review.writes import build
+from memrepo.store.vault import render_bytes
 
 runner = CliRunner()
 
@@ -338,8 +339,8 @@ def test_useful_on_unknown_memory_is_an_error(vault, capsys):
 
 SEARCHER = textwrap.dedent("""
     import sys
-    from memrepo.vault import Vault
-    from memrepo import search
+    from memrepo.store.vault import Vault
+    from memrepo.retrieval import search
     root, rounds = sys.argv[1], int(sys.argv[2])
     for i in range(rounds):
         with Vault(root) as v:
@@ -350,8 +351,8 @@ SEARCHER = textwrap.dedent("""
 
 WRITER = textwrap.dedent("""
     import sys
-    from memrepo.vault import Vault
-    from memrepo import memories
+    from memrepo.store.vault import Vault
+    from memrepo.review import writes as memories
     root, n = sys.argv[1], int(sys.argv[2])
     for i in range(n):
         with Vault(root) as v:

@@ -1,4 +1,4 @@
-from memrepo import memories
+from memrepo.review import writes as memories
 
 
 def test_add_commits_low_risk_memory(vault):

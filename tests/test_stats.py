@@ -1,11 +1,11 @@
 """Heat, cooldown, learned stopwords and forgetting (SQLite in a temp dir)."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memrepo.stats import COOLDOWN_CAP, Stats
+from memrepo.retrieval.stats import COOLDOWN_CAP, Stats
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 OLD = "2026-01-01T00:00:00+00:00"
 
 

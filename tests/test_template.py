@@ -5,13 +5,13 @@ import os
 import subprocess
 
 import pytest
+from conftest import git
 
-from memrepo import document, schema, validate
-from memrepo.checks import check_bytes
 from memrepo.model import canonical_path
 from memrepo.resources import resource
-
-from conftest import git
+from memrepo.review import validate
+from memrepo.store import document, schema
+from memrepo.store.checks import check_bytes
 
 TEMPLATE = resource("template-vault")
 EXAMPLES = sorted((TEMPLATE / "examples").glob("*.md"))

@@ -13,13 +13,13 @@ import subprocess
 import time
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import memories, validate
-from memrepo.cli import app
+from memrepo.cli.app import app
 from memrepo.errors import InvalidMemory, UsageError
-
-from conftest import git
+from memrepo.review import validate
+from memrepo.review import writes as memories
 
 REL = "memories/L2/mem_bad.md"
 VALID = """\
@@ -211,7 +211,7 @@ def test_get_refuses_unsafe_ids(vault):
 
 
 def test_cli_add_maps_invalid_memory_to_exit_1_with_lines(vault, capsys):
-    from memrepo.cli import main
+    from memrepo.cli.app import main
     before = snapshot(vault)
     code = main(["--vault", str(vault.root), "add", "--subject", "proj", "--summary", "s", "--body", f"k {AWS_KEY}"])
     err = capsys.readouterr().err
@@ -221,7 +221,7 @@ def test_cli_add_maps_invalid_memory_to_exit_1_with_lines(vault, capsys):
 
 
 def test_bad_kind_on_cli_is_exit_1_not_a_crash(vault, capsys):
-    from memrepo.cli import main
+    from memrepo.cli.app import main
     code = main(["--vault", str(vault.root), "add", "--kind", "gossip", "--summary", "s", "--body", "b"])
     assert code == 1
     assert ":kind: 'gossip' is not one of" in capsys.readouterr().err

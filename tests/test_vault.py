@@ -9,14 +9,14 @@ import sys
 import textwrap
 
 import pytest
+from conftest import git
 from typer.testing import CliRunner
 
-from memrepo import hooks, memories
-from memrepo.cli import app, main
+from memrepo.cli.app import app, main
 from memrepo.errors import Busy, InvalidMemory, VaultExists, VaultNotFound
-from memrepo.vault import Vault
-
-from conftest import git
+from memrepo.review import hooks
+from memrepo.review import writes as memories
+from memrepo.store.vault import Vault
 
 runner = CliRunner()
 
@@ -319,9 +319,9 @@ def test_import_skip_invalid_commits_the_good_lines(vault, tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys, json
-    from memrepo import memories
+    from memrepo.review import writes as memories
     from memrepo.errors import Busy
-    from memrepo.vault import Vault
+    from memrepo.store.vault import Vault
     root, name = sys.argv[1], sys.argv[2]
     ok, busy = 0, 0
     for i in range(20):
@@ -349,7 +349,7 @@ def test_two_concurrent_writers_lose_nothing(vault):
     assert len(tracked_memories(vault)) == ok
     assert git(vault.root, "status", "--porcelain") == ""
     git(vault.root, "fsck", "--no-progress")
-    from memrepo import validate
+    from memrepo.review import validate
     assert validate.validate_tree(vault) == []
 
 

@@ -1,6 +1,6 @@
 """The memory lifecycle on a vault: nightly distill, influence decay, clean-up, scheduling.
 
-The algorithms are pure (:mod:`memrepo.distill`, :mod:`memrepo.graph`, :mod:`memrepo.decay`);
+The algorithms are pure (:mod:`memrepo.lifecycle.distill`, :mod:`memrepo.lifecycle.graph`, :mod:`memrepo.lifecycle.decay`);
 this module feeds them from the vault and turns their results into git changes:
 
 * ``distill`` never touches main: its candidates land on one proposal branch per run
@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from memrepo import git
 from memrepo.errors import Busy, Conflict, UsageError
-from memrepo.lock import locked
 from memrepo.model import Memory, parse_timestamp
-from memrepo.vault import Vault
+from memrepo.store import git
+from memrepo.store.lock import locked
+from memrepo.store.vault import Vault
 
 DISTILL_DEFAULTS = {"window_days": 30, "min_occurrences": 3, "count_by": "day", "similarity": 0.3}
 PROMOTE_DEFAULTS = {"window_days": 90, "min_occurrences": 5, "count_by": "day_or_session", "similarity": 0.3}
@@ -35,13 +35,13 @@ DISTILL_AUTHOR = "memrepo distill"
 def resolve_now(now: str | dt.datetime | None) -> dt.datetime:
     """``--now YYYY-MM-DD`` (end of that day, UTC) or a datetime; default: the current time."""
     if now is None:
-        return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
     if isinstance(now, dt.datetime):
-        return now if now.tzinfo else now.replace(tzinfo=dt.timezone.utc)
+        return now if now.tzinfo else now.replace(tzinfo=dt.UTC)
     try:
         if len(now) == 10:
             day = dt.date.fromisoformat(now)
-            return dt.datetime(day.year, day.month, day.day, 23, 59, 59, tzinfo=dt.timezone.utc)
+            return dt.datetime(day.year, day.month, day.day, 23, 59, 59, tzinfo=dt.UTC)
         return parse_timestamp(now)
     except ValueError:
         raise UsageError(f"--now {now!r} is not a date: use YYYY-MM-DD or an ISO-8601 date-time") from None
@@ -55,7 +55,7 @@ def _section(vault: Vault, name: str, defaults: dict[str, Any]) -> dict[str, Any
 
 def _read_main(vault: Vault, rows: list[dict]) -> tuple[list[Memory], list[tuple[str, str]]]:
     """Memories of the given catalog rows as main holds them; unreadable ones with a reason."""
-    from memrepo.checks import check_bytes
+    from memrepo.store.checks import check_bytes
     out, bad = [], []
     with git.BlobReader(vault.root) as reader:
         for row in rows:
@@ -73,7 +73,7 @@ def _read_main(vault: Vault, rows: list[dict]) -> tuple[list[Memory], list[tuple
 def _run_log(vault: Vault, kind: str, data: dict[str, Any]) -> Path:
     runs = vault.state_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     path = runs / f"{kind}-{stamp}.json"
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     return path
@@ -98,7 +98,7 @@ class DistillReport:
 
 
 def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int):
-    from memrepo.distill import Entry
+    from memrepo.lifecycle.distill import Entry
     since = now - dt.timedelta(days=window_days)
     rows = []
     for row in vault.list(layer=layer, status="active"):
@@ -121,8 +121,8 @@ def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int):
 
 def known_patterns(vault: Vault):
     """Every pattern distill proposed before, with what became of it (for idempotence)."""
-    from memrepo import proposals
-    from memrepo.distill import KnownPattern
+    from memrepo.lifecycle.distill import KnownPattern
+    from memrepo.review import proposals
     found: dict[str, KnownPattern] = {}
 
     def note(memory: Memory, status: str) -> None:
@@ -160,8 +160,8 @@ def _candidate_memory(c, now: dt.datetime) -> Memory:
 def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool = False,
             dry_run: bool = False) -> DistillReport:
     """Find recurring L1 patterns (or L2 for ``promote``) and propose them on one branch."""
-    from memrepo import distill as algo
-    from memrepo import proposals
+    from memrepo.lifecycle import distill as algo
+    from memrepo.review import proposals
     when = resolve_now(now)
     params = _section(vault, "promote" if promote else "distill", PROMOTE_DEFAULTS if promote else DISTILL_DEFAULTS)
     layer, target = ("L2", "L3") if promote else ("L1", "L2")
@@ -204,7 +204,7 @@ def _record_reinforcements(vault: Vault, report: DistillReport) -> None:
 
 
 def _free_proposal_id(vault: Vault, base: str) -> str:
-    from memrepo.proposals import APPLIED_PREFIX, BRANCH_PREFIX, REJECTED_PREFIX
+    from memrepo.review.proposals import APPLIED_PREFIX, BRANCH_PREFIX, REJECTED_PREFIX
     n = 1
     while True:
         pid = base if n == 1 else f"{base}_{n}"
@@ -216,38 +216,38 @@ def _free_proposal_id(vault: Vault, base: str) -> str:
 
 def _rows(memories: Iterable[Memory]) -> list:
     """Check rows of files a commit removes (moves to ``archive/`` or another layer)."""
-    from memrepo.checks import Row
+    from memrepo.store.checks import Row
     return [Row.of(m) for m in memories]
 
 
 # ------------------------------------------------------------------ graph & decay
 
 def _nodes(memories: Iterable[Memory]):
-    from memrepo.graph import Node
+    from memrepo.lifecycle.graph import Node
     for m in memories:
         g = m.meta.get
         weight = g("weight")
         yield Node(id=m.id, status=str(g("status", "")), links=tuple(g("links", ())), body=m.body,
                    supersedes=(g("supersedes"),) if g("supersedes") else (),
                    superseded_by=(g("superseded_by"),) if g("superseded_by") else (),
-                   weight=float(weight) if isinstance(weight, (int, float)) else 0.0, layer=g("layer"),
+                   weight=float(weight) if isinstance(weight, int | float) else 0.0, layer=g("layer"),
                    created=g("created"), expires=g("expires"))
 
 
 def _stats(vault: Vault):
-    from memrepo.search import stats
+    from memrepo.retrieval.search import stats
     return stats(vault)
 
 
 def build_graph(vault: Vault):
     """The memory graph of main, with co-occurrence edges from the search statistics."""
-    from memrepo import graph
+    from memrepo.lifecycle import graph
     memories, _ = _read_main(vault, vault.list())
     return graph.build_graph(_nodes(memories), _stats(vault).cooccurrences()), memories
 
 
 def decay_params(vault: Vault):
-    from memrepo.decay import DecayParams
+    from memrepo.lifecycle.decay import DecayParams
     given = dict(vault.config.data.get("decay", {}))
     if "protected_layers" in given:
         given["protected_layers"] = tuple(given["protected_layers"])
@@ -275,7 +275,7 @@ def _instant(value: str) -> dt.datetime:
     try:
         return parse_timestamp(value)
     except ValueError:
-        return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -295,8 +295,8 @@ class DecayReport:
 
 def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool = False) -> DecayReport:
     """Compute influence activity; archive the cold (one commit), propose deleting the dead."""
-    from memrepo import decay as algo
-    from memrepo import proposals
+    from memrepo.lifecycle import decay as algo
+    from memrepo.review import proposals
     when = resolve_now(now)
     params = decay_params(vault)
     if not dry_run:
@@ -347,7 +347,7 @@ class CleanupReport:
 
 def cleanup(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool = False) -> CleanupReport:
     """Monthly clean-up: expired memories are demoted to L1 or archived (``[cleanup] policy``)."""
-    from memrepo import decay as algo
+    from memrepo.lifecycle import decay as algo
     when = resolve_now(now)
     policy = str(vault.config.data.get("cleanup", {}).get("policy", "demote"))
     with vault.lock():
@@ -381,7 +381,7 @@ def cleanup(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool
 
 def nightly(vault: Vault, *, now: str | dt.datetime | None = None) -> dict[str, Any]:
     """Distill, promote, decay, clean-up and index maintenance, never two runs at once."""
-    from memrepo import search
+    from memrepo.retrieval import search
     lock_path = git.git_path(vault.root, "memrepo-nightly.lock")
     try:
         with locked(lock_path, timeout=0, what="the nightly run"):

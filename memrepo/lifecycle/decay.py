@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from memrepo.graph import Graph
+from memrepo.lifecycle.graph import Graph
 from memrepo.model import aware_time
 
 Action = Literal["keep", "archive"]
@@ -252,7 +252,7 @@ def plan_expiry(memories: Iterable, *, now: datetime,
     """Monthly clean-up: active memories whose ``expires`` has passed.
 
     ``memories`` are values with ``id``, ``layer``, ``status`` and ``expires`` (such as
-    :class:`memrepo.graph.Node`). With ``demote``, expired L2–L4 items go back to L1 as
+    :class:`memrepo.lifecycle.graph.Node`). With ``demote``, expired L2–L4 items go back to L1 as
     temporary experience and expired L1 items are archived; with ``archive`` all are archived.
     """
     if policy not in ("demote", "archive"):

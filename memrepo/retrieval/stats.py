@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memrepo import text
@@ -46,7 +46,7 @@ CREATE INDEX IF NOT EXISTS useful_mem ON useful(mem);
 
 
 def _ts(now: datetime | None) -> float:
-    return (now or datetime.now(timezone.utc)).timestamp()
+    return (now or datetime.now(UTC)).timestamp()
 
 
 class Stats:
@@ -170,7 +170,7 @@ class Stats:
                 UNION ALL SELECT mem, ts FROM useful) GROUP BY mem""")
         for mem, count, last in rows:
             out[mem] = (int(count), last)
-        return {m: (c, datetime.fromtimestamp(t, timezone.utc).isoformat() if t else None)
+        return {m: (c, datetime.fromtimestamp(t, UTC).isoformat() if t else None)
                 for m, (c, t) in sorted(out.items())}
 
     def cooccurrences(self, min_count: int = 2) -> list[tuple[str, str, int]]:

@@ -10,9 +10,8 @@ something; at query time they are left out (they match too much to rank well).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-
 from collections import Counter
+from collections.abc import Iterator
 
 from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import TEXT

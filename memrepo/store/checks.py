@@ -12,9 +12,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from memrepo import document, schema, secretscan
 from memrepo.errors import Problem
 from memrepo.model import LAYERS, STATUSES, Memory, canonical_path, is_memory_path
+from memrepo.store import document, schema, secretscan
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Row:
     proposal: str | None = None
 
     @classmethod
-    def of(cls, memory: Memory) -> "Row":
+    def of(cls, memory: Memory) -> Row:
         m = memory.meta
         return cls(id=str(m.get("id")), path=memory.path, subject=m.get("subject"), fact=m.get("fact"),
                    status=m.get("status"), supersedes=m.get("supersedes"),

@@ -45,14 +45,14 @@ def _record(meta: dict[str, Any], body: str, path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in meta.items():
         key = _ALIASES.get(str(key), str(key))
-        if isinstance(value, (dt.date, dt.datetime)):
+        if isinstance(value, dt.date | dt.datetime):
             value = value.isoformat() if isinstance(value, dt.datetime) else f"{value.isoformat()}T00:00:00+00:00"
             if "T" in value and value[-6] not in "+-" and not value.endswith("Z"):
                 value += "+00:00"
         if key in _KNOWN or key.startswith("x-"):
             out[key] = value
         else:
-            out[f"x-{key}"] = value if isinstance(value, (str, int, float, bool, list)) else str(value)
+            out[f"x-{key}"] = value if isinstance(value, str | int | float | bool | list) else str(value)
     if isinstance(out.get("tags"), str):
         out["tags"] = [t.strip() for t in out["tags"].replace(",", " ").split() if t.strip()]
     out.setdefault("summary", path.stem.replace("-", " ").replace("_", " "))

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from memrepo import config as config_mod
-from memrepo import git
 from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
-from memrepo.lock import locked
 from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id
 from memrepo.resources import resource
+from memrepo.store import git
+from memrepo.store.lock import locked
 
 MARKER = ".memrepo"
 ENV_VAULT = "MEMREPO_VAULT"
@@ -34,7 +34,7 @@ class CommitResult:
 
 
 def render_bytes(memory: Memory) -> bytes:
-    from memrepo import document, schema
+    from memrepo.store import document, schema
     return document.render(dict(memory.meta), memory.body, schema.field_order()).encode("utf-8")
 
 
@@ -69,12 +69,15 @@ class Vault:
     # ---------------------------------------------------------- opening
 
     @classmethod
-    def find(cls, start: Path | None = None, explicit: str | os.PathLike | None = None) -> "Vault":
+    def find(cls, start: Path | None = None, explicit: str | os.PathLike | None = None) -> Vault:
         return cls(find_root(start, explicit))
 
     @classmethod
-    def init(cls, path: str | os.PathLike, *, install_hooks: bool = True) -> "Vault":
-        """Create a vault at ``path`` from the template: git repo on ``main``, one commit, hooks."""
+    def init(cls, path: str | os.PathLike) -> Vault:
+        """Create a vault at ``path`` from the template: git repo on ``main``, one commit.
+
+        The review gate's hooks are installed by :func:`memrepo.api.init`, which wraps this.
+        """
         root = Path(path).expanduser().resolve()
         _refuse_occupied(root)
         root.mkdir(parents=True, exist_ok=True)
@@ -86,11 +89,7 @@ class Vault:
         env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
         git.run(root, "commit", "-q", "--no-verify", "-m", "memrepo: create vault", env=env)
-        vault = cls(root)
-        if install_hooks:
-            from memrepo import hooks
-            hooks.install(root)
-        return vault
+        return cls(root)
 
     @property
     def config(self) -> config_mod.Config:
@@ -113,7 +112,7 @@ class Vault:
     def catalog(self, *, sync: bool = True):
         """The derived catalog, caught up with the main branch."""
         if self._catalog is None:
-            from memrepo.catalog import Catalog
+            from memrepo.store.catalog import Catalog
             self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
         if sync and not (self._in_lock and self._synced_in_lock):
             self._catalog.sync(self.head())
@@ -125,7 +124,7 @@ class Vault:
             self._catalog.close()
             self._catalog = None
 
-    def __enter__(self) -> "Vault":
+    def __enter__(self) -> Vault:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -135,7 +134,7 @@ class Vault:
     def lock(self) -> Iterator[None]:
         """The vault's write lock; on entry, finishes a checkout update a killed writer left."""
         timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
-        with locked(git.git_path(self.root, "memrepo.lock"), timeout=timeout, what=f"vault {self.root}"):
+        with locked(git.git_path(self.root, "memrepo.store.lock"), timeout=timeout, what=f"vault {self.root}"):
             self.recover()
             # Under the lock only memrepo moves main (and its own commits update the catalog),
             # so the catalog is brought up to date once per locked operation, not per lookup.
@@ -202,7 +201,7 @@ class Vault:
 
     def read_at(self, rev: str, path: str) -> Memory:
         data = git.read_blob(self.root, f"{rev}:{path}")
-        from memrepo.checks import check_bytes
+        from memrepo.store.checks import check_bytes
         memory, problems = check_bytes(path, data)
         if memory is None:
             raise InvalidMemory(problems)
@@ -218,9 +217,20 @@ class Vault:
 
     # ---------------------------------------------------------- writing
 
+    def tree_paths(self) -> list[str]:
+        """Every file under memories/ and archive/ in the working tree (links not followed)."""
+        found = []
+        for top in MEMORY_ROOTS:
+            for dirpath, dirnames, filenames in os.walk(self.root / top):
+                rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+                for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                    if not name.startswith("."):
+                        found.append(f"{rel_dir}/{name}")
+        return sorted(found)
+
     def check_new(self, memories: list[Memory], *, deleted: Iterable = (), view=None) -> None:
         """Raise InvalidMemory unless these memories can be written as one change."""
-        from memrepo.checks import Overlay, Row, check_memory, check_rows
+        from memrepo.store.checks import Overlay, Row, check_memory, check_rows
         problems = []
         for memory in memories:
             problems += check_memory(memory, text=render_bytes(memory).decode("utf-8"))

@@ -30,8 +30,8 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Literal
 
 from memrepo.model import aware_time

@@ -111,7 +111,7 @@ _TYPES = {"string": lambda v: isinstance(v, str), "object": lambda v: isinstance
           "array": lambda v: isinstance(v, list), "boolean": lambda v: isinstance(v, bool),
           "null": lambda v: v is None,
           "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-          "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+          "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 class _Unsure(Exception):
@@ -190,7 +190,7 @@ def _type(_n, arg, v) -> bool:
 
 
 def _enum(_n, arg, v) -> bool:
-    if isinstance(v, (bool, int, float)) and not isinstance(v, str):
+    if isinstance(v, bool | int | float) and not isinstance(v, str):
         raise _Unsure("enum over numbers")  # JSON Schema equality differs from Python's here
     return any(type(v) is type(a) and v == a for a in arg)
 

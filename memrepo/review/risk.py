@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from memrepo.checks import Row, Rows
 from memrepo.config import Config
+from memrepo.store.checks import Row, Rows
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,7 @@ def render_meta(meta: dict[str, Any], order: tuple[str, ...]) -> str:
     lines: list[str] = []
     for key in keys:
         value = meta[key]
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, list | tuple):
             if not value:
                 lines.append(f"{key}: []")
                 continue

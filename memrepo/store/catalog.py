@@ -11,10 +11,10 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable
 
-from memrepo import document, git
-from memrepo.checks import Row
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, Memory
+from memrepo.store import document, git
+from memrepo.store.checks import Row
 
 _COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
             "risk", "source", "proposal")
@@ -33,7 +33,7 @@ VERSION = "1"
 
 
 class Catalog:
-    """Rows of every memory at one commit; implements :class:`memrepo.checks.Rows`."""
+    """Rows of every memory at one commit; implements :class:`memrepo.store.checks.Rows`."""
 
     def __init__(self, root: Path, db_path: Path):
         self.root = root

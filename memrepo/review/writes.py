@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from memrepo import git, risk
-from memrepo.checks import Overlay, Row, check_memory, check_rows
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
-from memrepo.vault import Vault, render_bytes
+from memrepo.review import risk
+from memrepo.store import git
+from memrepo.store.checks import Overlay, Row, check_memory, check_rows
+from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
 DEFAULT_KIND = {"L1": "event", "L2": "pattern", "L3": "principle", "L4": "identity"}
@@ -71,7 +72,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
     for key in ("tags", "links", "evidence", "affects"):
-        if key in meta and isinstance(meta[key], (list, tuple)):
+        if key in meta and isinstance(meta[key], list | tuple):
             meta[key] = list(dict.fromkeys(meta[key]))
     return Memory(meta, body)
 
@@ -89,7 +90,7 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
                                supersedes=decision.supersedes.id if decision.supersedes else None)
         if decision.high:
-            from memrepo import proposals
+            from memrepo.review import proposals
             _check_alone(vault, memory)
             proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
             return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
@@ -152,7 +153,7 @@ class ImportResult:
 
 def parse_notes(path: Path, *, author: str) -> tuple[list[tuple[int, Memory]], list[Problem]]:
     """Memories from a folder (or file) of markdown notes written by other tools."""
-    from memrepo.foreign import read_notes
+    from memrepo.store.foreign import read_notes
     items, problems = [], []
     for n, (where, record, problem) in enumerate(read_notes(path), start=1):
         if record is None:
@@ -206,7 +207,7 @@ def _import_memory(record: dict[str, Any], body: str, author: str) -> Memory:
 def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propose: bool = False,
                  author: str | None = None, progress: Callable[[int, int], None] | None = None) -> ImportResult:
     """Import a JSONL file as one commit (or one proposal with ``propose``)."""
-    from memrepo import proposals
+    from memrepo.review import proposals
 
     vault.require_main_checkout()
     items, problems = parse_jsonl(Path(path), author=author or default_author(vault))

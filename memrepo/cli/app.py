@@ -39,7 +39,7 @@ def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_V
 
 
 def _vault():
-    from memrepo.vault import Vault
+    from memrepo.store.vault import Vault
     return Vault.find(explicit=state.vault_path)
 
 
@@ -70,8 +70,8 @@ def _progress(label: str):
 def init(path: Path = typer.Argument(..., help="Directory to create the vault in (new or empty)."),
          as_json: bool = JsonOpt):
     """Create a vault: git repository on main, layout, config, .gitignore and hooks."""
-    from memrepo.vault import Vault
-    vault = Vault.init(path)
+    from memrepo import api
+    vault = api.init(path)
     _out({"vault": str(vault.root), "commit": vault.head()}, as_json, f"Created vault {vault.root}")
 
 
@@ -98,7 +98,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         remote: str = typer.Option("origin", help="Remote for --push."),
         as_json: bool = JsonOpt):
     """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
-    from memrepo import memories
+    from memrepo.review import writes as memories
     if body is None:
         body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
@@ -114,7 +114,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
 @app.command()
 def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
     """Print one memory (front matter and body) as it is on main."""
-    from memrepo.vault import render_bytes
+    from memrepo.store.vault import render_bytes
     with _vault() as vault:
         memory = vault.get(memory_id)
     if as_json:
@@ -148,7 +148,7 @@ def log(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = Json
 def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (default: the whole vault)."),
              as_json: bool = JsonOpt):
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
-    from memrepo import validate as v
+    from memrepo.review import validate as v
     with _vault() as vault:
         problems = v.validate_paths(vault, paths) if paths else v.validate_tree(vault)
     if as_json:
@@ -166,7 +166,7 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal)."""
-    from memrepo import memories
+    from memrepo.review import writes as memories
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -185,7 +185,7 @@ def proposals_list(ctx: typer.Context,
     """List open proposals (with --all: applied and rejected too, with outcome and reason)."""
     if ctx.invoked_subcommand is not None:
         return
-    from memrepo import proposals
+    from memrepo.review import proposals
     with _vault() as vault:
         found = proposals.list_proposals(vault, include_closed=include_all)
     lines = []
@@ -199,7 +199,7 @@ def proposals_list(ctx: typer.Context,
 def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
                    remote: str = typer.Option("origin", help="Git remote to push to.")):
     """Push a proposal branch so the team can open a pull request (never forced)."""
-    from memrepo import proposals
+    from memrepo.review import proposals
     with _vault() as vault:
         branch = proposals.push_proposal(vault, proposal_id, remote=remote)
     typer.echo(f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
@@ -209,7 +209,7 @@ def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
 def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal id (or the id of a memory it carries)."),
            as_json: bool = JsonOpt):
     """Show a proposal's review card: who, what it supersedes, evidence, effects, rollback point."""
-    from memrepo import proposals
+    from memrepo.review import proposals
     with _vault() as vault:
         p = proposals.get(vault, proposal_id)
         text = proposals.card(vault, proposal_id)
@@ -224,7 +224,7 @@ def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
           as_json: bool = JsonOpt):
     """Apply a proposal: one merge commit on main."""
-    from memrepo import proposals
+    from memrepo.review import proposals
     with _vault() as vault:
         commit = proposals.apply(vault, proposal_id, mode=mode, only=only or None)
     _out({"proposal": proposal_id, "commit": commit, "mode": mode}, as_json,
@@ -236,7 +236,7 @@ def reject(proposal_id: str = typer.Argument(..., metavar="ID"),
            why: str = typer.Option(..., "--why", help="Why it is rejected (recorded)."),
            as_json: bool = JsonOpt):
     """Reject a proposal: it leaves the queue; its history stays under refs/memrepo/rejected/."""
-    from memrepo import proposals
+    from memrepo.review import proposals
     with _vault() as vault:
         commit = proposals.reject(vault, proposal_id, why=why)
     _out({"proposal": proposal_id, "commit": commit}, as_json, f"rejected {proposal_id} (recorded in {commit[:12]})")
@@ -247,7 +247,7 @@ def rollback(memory_id: str = typer.Argument(..., metavar="ID"),
              why: str = typer.Option("", "--why", help="Reason, recorded in the commit."),
              as_json: bool = JsonOpt):
     """Undo the commit that made a memory active (a revert; history is never rewritten)."""
-    from memrepo import provenance
+    from memrepo.review import provenance
     with _vault() as vault:
         commit = provenance.rollback(vault, memory_id, reason=why)
     _out({"id": memory_id, "commit": commit}, as_json, f"rolled back {memory_id} in {commit[:12]}")
@@ -256,10 +256,10 @@ def rollback(memory_id: str = typer.Argument(..., metavar="ID"),
 @app.command()
 def why(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
     """Why is this memory active? Who wrote it, which proposal, who applied it, what it superseded."""
-    from memrepo import provenance
+    from memrepo.review import provenance
     with _vault() as vault:
         data = provenance.why(vault, memory_id).as_dict()
-    text = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v}"
+    text = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v}"
                      for k, v in data.items())
     _out(data, as_json, text)
 
@@ -267,7 +267,7 @@ def why(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = Json
 @app.command()
 def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...), as_json: bool = JsonOpt):
     """Every version of a fact that ever existed on main, oldest first, with its status."""
-    from memrepo import provenance
+    from memrepo.review import provenance
     with _vault() as vault:
         versions = provenance.fact_history(vault, subject, fact)
     rows = [v.as_dict() for v in versions]
@@ -291,7 +291,7 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
            as_json: bool = JsonOpt):
     """Search active memories (best first); says so honestly when nothing is relevant."""
-    from memrepo import search as svc
+    from memrepo.retrieval import search as svc
     with _vault() as vault:
         if queries is not None:
             batch = svc.read_queries(queries)
@@ -322,7 +322,7 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 @app.command()
 def reindex(as_json: bool = JsonOpt):
     """Rebuild the search index from the memory files."""
-    from memrepo import search as svc
+    from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
     _out({"indexed": count}, as_json, f"indexed {count} memories")
@@ -333,7 +333,7 @@ def useful(memory_id: str = typer.Argument(..., metavar="ID"),
            session: Optional[str] = typer.Option(None, help="Session that found it useful."),
            as_json: bool = JsonOpt):
     """Mark a recalled memory as useful: it ranks higher next time (heat)."""
-    from memrepo import search as svc
+    from memrepo.retrieval import search as svc
     with _vault() as vault:
         svc.mark_useful(vault, memory_id, session=session)
     _out({"id": memory_id, "useful": True}, as_json, f"marked {memory_id} useful")
@@ -350,7 +350,7 @@ def distill(now: Optional[str] = NowOpt,
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
             as_json: bool = JsonOpt):
     """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     with _vault() as vault:
         report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
@@ -366,7 +366,7 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     with _vault() as vault:
         report = lifecycle.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
@@ -381,7 +381,7 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     with _vault() as vault:
         report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
@@ -394,7 +394,7 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
@@ -417,7 +417,7 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
 def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--quiet", help="Print only when something changed."),
             as_json: bool = JsonOpt):
     """The nightly job: distill + promote + decay + clean-up + index maintenance, logged."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     with _vault() as vault:
         result = lifecycle.nightly(vault, now=now)
     if quiet and not result["changed"]:
@@ -431,7 +431,7 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo import lifecycle
+    from memrepo.lifecycle import nightly as lifecycle
     with _vault() as vault:
         if install:
             for line in lifecycle.install_schedule(vault, kind=kind, at=at):
@@ -446,7 +446,7 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
 @hooks_app.command("install")
 def hooks_install():
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
-    from memrepo import hooks
+    from memrepo.review import hooks
     with _vault() as vault:
         for line in hooks.install(vault.root):
             typer.echo(line)
@@ -455,7 +455,7 @@ def hooks_install():
 @hook_app.command("pre-commit")
 def hook_pre_commit():
     """Validate what is staged (run by git)."""
-    from memrepo import hooks
+    from memrepo.review import hooks
     problems = hooks.run_pre_commit(Path.cwd())
     if problems:
         typer.echo("memrepo: commit refused:", err=True)

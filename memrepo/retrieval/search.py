@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from memrepo import git
 from memrepo.errors import Busy, MemrepoError, UsageError
 from memrepo.model import MEMORY_ROOTS, is_memory_path
-from memrepo.vault import Vault
+from memrepo.store import git
+from memrepo.store.vault import Vault
 
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced")
 DIRTY_FILE = "dirty.json"
@@ -31,20 +31,20 @@ class SyncReport:
 
 
 def _index(vault: Vault):
-    from memrepo.index import MemoryIndex
+    from memrepo.retrieval.index import MemoryIndex
     return MemoryIndex(vault.index_dir, stats=stats(vault))
 
 
 def stats(vault: Vault):
-    from memrepo.stats import Stats
+    from memrepo.retrieval.stats import Stats
     vault.state_dir.mkdir(parents=True, exist_ok=True)
     return Stats(vault.state_dir / "stats.sqlite")
 
 
 def _doc(path: str, data: bytes):
     """The index document of one memory file, or None when the file cannot be read."""
-    from memrepo.document import DocumentError, load_bytes
-    from memrepo.index import IndexDoc
+    from memrepo.retrieval.index import IndexDoc
+    from memrepo.store.document import DocumentError, load_bytes
     try:
         parsed = load_bytes(data, path)
     except DocumentError:
@@ -60,7 +60,7 @@ def _doc(path: str, data: bytes):
                     subject=str(m.get("subject", "")), fact=m.get("fact"), status=str(m.get("status", "")),
                     summary=str(m.get("summary", "")), body=parsed.body, tags=tup("tags"),
                     created=m.get("created"), updated=m.get("updated"), links=tup("links"),
-                    weight=float(weight) if isinstance(weight, (int, float)) else None, scope=m.get("scope"))
+                    weight=float(weight) if isinstance(weight, int | float) else None, scope=m.get("scope"))
 
 
 def _read_worktree(vault: Vault, path: str):
@@ -105,7 +105,7 @@ def _load_scan(vault: Vault) -> _Scan:
 
 
 def _save_scan(vault: Vault, scan: _Scan) -> None:
-    from memrepo.vault import atomic_write
+    from memrepo.store.vault import atomic_write
     payload = {"paths": sorted(scan.paths), "at": scan.at, "cost": scan.cost}
     atomic_write(vault.index_dir / DIRTY_FILE, json.dumps(payload).encode())
 
@@ -132,9 +132,8 @@ def _scan_due(last: _Scan) -> bool:
 
 def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
     """Rebuild the index from the working tree's memory files (``memrepo reindex``)."""
-    from memrepo.validate import tree_paths
     head = git.rev_parse(vault.root, "HEAD")
-    paths = [p for p in tree_paths(vault) if is_memory_path(p)]
+    paths = [p for p in vault.tree_paths() if is_memory_path(p)]
     docs = (d for d in (_read_worktree(vault, p) for p in paths) if d is not None)
     total = len(paths)
     count = _with_index_errors(lambda: _index(vault).rebuild(
@@ -188,7 +187,7 @@ def forget(vault: Vault, ids: Iterable[str]) -> None:
 
 
 def _with_index_errors(fn):
-    from memrepo.index import IndexBusy, IndexCorrupt
+    from memrepo.retrieval.index import IndexBusy, IndexCorrupt
     try:
         return fn()
     except IndexBusy as e:
@@ -198,7 +197,7 @@ def _with_index_errors(fn):
 
 
 def make_query(text: str, **filters: Any):
-    from memrepo.index import SearchQuery
+    from memrepo.retrieval.index import SearchQuery
     unknown = set(filters) - set(QUERY_FILTERS)
     if unknown:
         raise UsageError(f"unknown search option(s): {', '.join(sorted(unknown))}; use {', '.join(QUERY_FILTERS)}")
@@ -212,7 +211,7 @@ def make_query(text: str, **filters: Any):
 
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
-    from memrepo.index import IndexCorrupt
+    from memrepo.retrieval.index import IndexCorrupt
     report = sync(vault)
     index = _index(vault)
     try:

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memrepo import git
-from memrepo.checks import check_bytes
 from memrepo.errors import Conflict, NotFound
 from memrepo.model import MEMORY_ROOTS, Memory, now_iso
-from memrepo.proposals import trailers
-from memrepo.vault import Vault
+from memrepo.review.proposals import trailers
+from memrepo.store import git
+from memrepo.store.checks import check_bytes
+from memrepo.store.vault import Vault
 
 
 def _file_glob(memory_id: str) -> str:
@@ -87,7 +87,7 @@ def why(vault: Vault, memory_id: str) -> Why:
     t = trailers(entry.body)
     proposal = None
     if t.get("Memrepo-Proposal"):
-        from memrepo import proposals
+        from memrepo.review import proposals
         p = proposals.get(vault, t["Memrepo-Proposal"])
         proposal = {"id": p.id, "proposed_by": p.author, "proposed_at": p.created, "reason": p.reason,
                     "status": p.status}

@@ -74,7 +74,7 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
-_OWN_FILES = ("memrepo.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD")
+_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD")
 
 
 @lru_cache(maxsize=256)
@@ -179,7 +179,7 @@ class BlobReader:
             self._proc.stdin.close()
         self._proc.wait()
 
-    def __enter__(self) -> "BlobReader":
+    def __enter__(self) -> BlobReader:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from memrepo import git
-from memrepo.checks import Overlay, Row, check_rows
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
 from memrepo.model import Memory, new_id, now_iso
-from memrepo.vault import Vault
+from memrepo.store import git
+from memrepo.store.checks import Overlay, Row, check_rows
+from memrepo.store.vault import Vault
 
 BRANCH_PREFIX = "proposal/"
 APPLIED_PREFIX = "refs/memrepo/applied/"
@@ -96,12 +96,12 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
 
 
 def _bytes(memory: Memory) -> bytes:
-    from memrepo.vault import render_bytes
+    from memrepo.store.vault import render_bytes
     return render_bytes(memory)
 
 
 def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
-    from memrepo.checks import check_memory
+    from memrepo.store.checks import check_memory
     problems = []
     for m in memories:
         problems += check_memory(m, text=_bytes(m).decode("utf-8"))
@@ -352,7 +352,7 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
 
 def _check_branch_valid(vault: Vault, proposal: Proposal) -> None:
     """A proposal branch edited by hand must still hold valid memory files."""
-    from memrepo.checks import check_bytes
+    from memrepo.store.checks import check_bytes
     problems = []
     for ch in git.diff_tree(vault.root, proposal.base or None, proposal.tip, ("memories", "archive")):
         if ch.status == "D":

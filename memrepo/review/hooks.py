@@ -10,9 +10,9 @@ import os
 import sys
 from pathlib import Path
 
-from memrepo import git
 from memrepo.errors import Problem
 from memrepo.resources import resource
+from memrepo.store import git
 
 HOOK_NAMES = ("pre-commit", "pre-merge-commit")
 MARKER = "memrepo-hook"
@@ -51,8 +51,8 @@ def _merging_now() -> str | None:
 
 def run_pre_commit(start: Path) -> list[Problem]:
     """The pre-commit check for the vault at ``start`` (git runs hooks at the top level)."""
-    from memrepo.validate import check_staged
-    from memrepo.vault import Vault
+    from memrepo.review.validate import check_staged
+    from memrepo.store.vault import Vault
 
     vault = Vault.find(start)
     merge_head_file = git.git_path(vault.root, "MERGE_HEAD")

@@ -11,11 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable
 
-from memrepo import git, risk
-from memrepo.checks import Overlay, Row, RowSet, check_bytes, check_rows
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
-from memrepo.vault import Vault
+from memrepo.review import risk
+from memrepo.store import git
+from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows
+from memrepo.store.vault import Vault
 
 
 def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem]]:
@@ -30,21 +31,9 @@ def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem]]:
     return (Row.of(memory) if memory is not None and isinstance(memory.meta.get("id"), str) else None), problems
 
 
-def tree_paths(vault: Vault) -> list[str]:
-    """Every file under memories/ and archive/ in the working tree (links not followed)."""
-    found = []
-    for top in MEMORY_ROOTS:
-        for dirpath, dirnames, filenames in os.walk(vault.root / top):
-            rel_dir = Path(dirpath).relative_to(vault.root).as_posix()
-            for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
-                if not name.startswith("."):
-                    found.append(f"{rel_dir}/{name}")
-    return sorted(found)
-
-
 def validate_tree(vault: Vault) -> list[Problem]:
     """Every problem in the working tree's memory files, per file and across files."""
-    rows, problems = _read_all(vault, tree_paths(vault))
+    rows, problems = _read_all(vault, vault.tree_paths())
     problems += check_rows(rows, RowSet(rows))
     return sorted(set(problems))
 
@@ -78,7 +67,7 @@ def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
             problems.append(Problem(str(given), "(file)", f"is outside the vault {vault.root}"))
             continue
         if (vault.root / rel).is_dir():
-            seen += [q for q in tree_paths(vault) if q.startswith(rel.rstrip("/") + "/") or rel == "."]
+            seen += [q for q in vault.tree_paths() if q.startswith(rel.rstrip("/") + "/") or rel == "."]
         else:
             seen.append(rel)
     rows, found = _read_all(vault, sorted(set(seen)))
@@ -160,7 +149,7 @@ def _as_activated(vault: Vault, row: Row, blob: str | None) -> bool:
 
 
 def _proposal_ids(vault: Vault, merge_head: str) -> set[str]:
-    from memrepo.proposals import trailers
+    from memrepo.review.proposals import trailers
     ids: set[str] = set()
     for entry in git.log(vault.root, f"HEAD..{merge_head}"):
         t = trailers(entry.body)

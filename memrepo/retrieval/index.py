@@ -33,7 +33,7 @@ from memrepo import text
 from memrepo.model import epoch_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memrepo.stats import Stats
+    from memrepo.retrieval.stats import Stats
 
 FORMAT = 2  # 2: one combined scored field (weights folded in at index time)
 WRITE_TIMEOUT_S = 10.0
@@ -118,7 +118,7 @@ class SearchResult:
 def _schema():
     from whoosh import fields
 
-    from memrepo.analysis import ScoredText
+    from memrepo.retrieval.analysis import ScoredText
     return fields.Schema(
         id=fields.ID(stored=True, unique=True),
         path=fields.STORED(),
@@ -159,7 +159,7 @@ def _group(doc: IndexDoc) -> str:
 
 
 def _fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
-    from memrepo.analysis import EXACT, KEY_RE, KEYS, LEAD, PROSE
+    from memrepo.retrieval.analysis import EXACT, KEY_RE, KEYS, LEAD, PROSE
     # '#'-tags are business tags (seed 003: highest priority); other tags are facets such
     # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
     business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
@@ -189,8 +189,8 @@ def _fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
 class MemoryIndex:
     """A rebuildable search index in ``index_dir``; ``stats`` adds heat and learned stopwords."""
 
-    def __init__(self, index_dir: Path, *, stats: "Stats | None" = None,
-                 tuning: "Tuning | None" = None) -> None:
+    def __init__(self, index_dir: Path, *, stats: Stats | None = None,
+                 tuning: Tuning | None = None) -> None:
         self.dir = Path(index_dir)
         self.stats = stats
         self.tuning = tuning or DEFAULT_TUNING
@@ -588,7 +588,7 @@ def _segment_worker(ix, jobs, weights, results) -> None:
         results.close()  # multiprocessing ends the forked child when this returns
 
 
-def _open_searcher(ix, tuning: "Tuning"):
+def _open_searcher(ix, tuning: Tuning):
     """A searcher with every file it will read already open: Whoosh opens a segment's
     column files (lengths, stored fields) lazily, and a writer merging segments meanwhile
     may delete them; an open file stays readable."""
@@ -605,7 +605,7 @@ def _open_searcher(ix, tuning: "Tuning"):
     return searcher
 
 
-def _weighting(tuning: "Tuning"):
+def _weighting(tuning: Tuning):
     """BM25F with Lucene's idf: Whoosh's default ``log(N/(df+1)) + 1`` over-weights terms
     that occur almost everywhere (measured: several points of R@10 on both benchmarks)."""
     from whoosh import scoring
@@ -712,9 +712,9 @@ class _Plan:
         return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
 
 
-def _run_query(searcher, q: SearchQuery, stats: "Stats | None", learned: frozenset[str],
+def _run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[str],
                tuning: Tuning = DEFAULT_TUNING) -> SearchResult:
-    from memrepo.analysis import detect_intent
+    from memrepo.retrieval.analysis import detect_intent
     intent = detect_intent(q.text)
     history = q.history or intent == "history"
     plan = _plan(searcher, q.text, learned, tuning)
@@ -793,7 +793,7 @@ def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tun
             return parsed
     subs = [wq.Term(SCORED, t, boost=b) for t, b in plan.searched.items()]
     if intent == "fact":
-        from memrepo.analysis import query_keys
+        from memrepo.retrieval.analysis import query_keys
         subs += [wq.Term("keys", key, boost=tuning.exact_key_boost)
                  for key in dict.fromkeys(query_keys(q.text))]
     subs += [wq.Term(SCORED, t, boost=w) for t, w in (extra or {}).items()]
@@ -866,7 +866,7 @@ def _seen(c: _Cand, unigrams: bool = True) -> Counter:
         summary, body = f.get("summary") or "", f.get("body") or ""
         if summary and summary in body:  # usually the body's first sentence: count it once
             summary = ""
-        from memrepo.analysis import key_terms
+        from memrepo.retrieval.analysis import key_terms
         seen = Counter(text.terms(f"{summary} {body} {tags}", unigrams=unigrams))
         seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}"))
         c.seen = seen
@@ -906,7 +906,7 @@ def _feedback_terms(searcher, cands: list[_Cand], plan: _Plan,
     return out
 
 
-def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: "Stats | None",
+def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
             tuning: Tuning, limit: int) -> list[_Cand]:
     """Final order: normalised BM25F, same-session support, heat; then the relevance floor."""
     if not cands:
@@ -976,7 +976,7 @@ def _add_neighbours(cands: list[_Cand], weight: float) -> None:
             c.score += weight * others[0]
 
 
-def _apply_heat(cands: list[_Cand], stats: "Stats", gain: float) -> None:
+def _apply_heat(cands: list[_Cand], stats: Stats, gain: float) -> None:
     created = {c.fields["id"]: c.fields.get("created") for c in cands}
     heat = stats.heat(list(created), created=created)
     for c in cands:

@@ -1,0 +1,65 @@
+"""The Python API: everything the command line and the MCP server do is one of these calls.
+
+Names load on first use (PEP 562), so ``from memrepo import api`` costs nothing at start-up and a
+command pays only for the service it calls::
+
+    from memrepo import api
+
+    vault = api.init("/tmp/v")                 # or api.Vault.find() / api.Vault.find(explicit=path)
+    r = api.add(vault, {"subject": "user", "kind": "preference", "summary": "Likes tea"}, "body")
+    hits, _ = api.search(vault, "tea", limit=5)
+    api.apply(vault, proposal_id)
+
+The library never prints or exits; every failure is an exception from :mod:`memrepo.errors`.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
+    from memrepo.store.vault import Vault
+
+# name -> module that owns it
+_OWNERS = {
+    "Vault": "memrepo.store.vault",
+    "add": "memrepo.review.writes", "import_jsonl": "memrepo.review.writes",
+    "list_proposals": "memrepo.review.proposals", "card": "memrepo.review.proposals",
+    "apply": "memrepo.review.proposals", "reject": "memrepo.review.proposals",
+    "push_proposal": "memrepo.review.proposals",
+    "why": "memrepo.review.provenance", "rollback": "memrepo.review.provenance",
+    "fact_history": "memrepo.review.provenance",
+    "validate_tree": "memrepo.review.validate", "validate_paths": "memrepo.review.validate",
+    "search": "memrepo.retrieval.search", "search_many": "memrepo.retrieval.search",
+    "make_query": "memrepo.retrieval.search", "mark_useful": "memrepo.retrieval.search",
+    "rebuild": "memrepo.retrieval.search",
+    "distill": "memrepo.lifecycle.nightly", "decay": "memrepo.lifecycle.nightly",
+    "cleanup": "memrepo.lifecycle.nightly", "nightly": "memrepo.lifecycle.nightly",
+    "install_schedule": "memrepo.lifecycle.nightly",
+}
+
+__all__ = sorted([*_OWNERS, "init"])
+
+
+def init(path: str | os.PathLike) -> Vault:
+    """Create a vault (git repository on ``main``, layout, config) with the review hooks installed."""
+    from memrepo.review import hooks
+    from memrepo.store.vault import Vault
+
+    vault = Vault.init(path)
+    hooks.install(vault.root)
+    return vault
+
+
+def __getattr__(name: str) -> Any:
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'memrepo.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(owner), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
