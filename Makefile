@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test lint install install-test clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,7 +27,11 @@ install-test: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
-test: $(VENV)/.installed-test
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+
+# Lint first (seconds), then the suite.
+test: lint
 	$(BIN)/python -m pytest
 
 clean:
