@@ -37,6 +37,7 @@ _OWNERS = {
     "distill": "memrepo.lifecycle.nightly", "decay": "memrepo.lifecycle.nightly",
     "cleanup": "memrepo.lifecycle.nightly", "nightly": "memrepo.lifecycle.nightly",
     "install_schedule": "memrepo.lifecycle.nightly",
+    "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
 }
 
 __all__ = sorted([*_OWNERS, "init"])
