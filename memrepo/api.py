@@ -39,6 +39,7 @@ _OWNERS = {
     "build_graph": "memrepo.lifecycle.decay_run",
     "nightly": "memrepo.lifecycle.nightly",
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
+    "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }

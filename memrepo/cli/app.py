@@ -465,6 +465,72 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
 
 
+# ---- agents: recall, context, flush, prune, evidence, mcp, export
+
+BudgetOpt = typer.Option(4000, "--budget", min=1, help="Most characters to print (never exceeded).")
+HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}).")
+
+
+def _stdin_text() -> str:
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def _hook_safe(fn):
+    """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
+    runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
+    from memrepo.errors import MemrepoError
+    try:
+        return fn()
+    except MemrepoError as e:
+        typer.echo(f"memrepo: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def recall(text: Optional[str] = typer.Argument(None, help="The latest user message or a transcript (default: stdin)."),
+           budget: int = BudgetOpt,
+           session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
+    from memrepo.agents import recall as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        query, sess = text, session
+        if hook:
+            payload = hook_payload(_stdin_text())
+            query, sess = payload["prompt"], session or payload["session_id"]
+        elif query is None:
+            query = _stdin_text()
+        with _vault() as vault:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+    result = _hook_safe(run) if hook else run()
+    if as_json:
+        _out(result.as_dict(), True)
+    elif result.text:
+        typer.echo(result.text)
+
+
+@app.command()
+def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None, help="Constraints and preferences of this subject only."),
+            hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the session-start block: identity, principles, constraints and preferences, most important first."""
+    from memrepo.agents import context as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        if hook:
+            hook_payload(_stdin_text())
+        with _vault() as vault:
+            return svc.context(vault, budget=budget, subject=subject)
+    packed = _hook_safe(run) if hook else run()
+    if as_json:
+        _out({"memories": list(packed.memories), "chars": packed.chars}, True)
+    elif packed.text:
+        typer.echo(packed.text)
+
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
