@@ -37,6 +37,9 @@ _OWNERS = {
     "distill": "memrepo.lifecycle.nightly", "decay": "memrepo.lifecycle.nightly",
     "cleanup": "memrepo.lifecycle.nightly", "nightly": "memrepo.lifecycle.nightly",
     "install_schedule": "memrepo.lifecycle.nightly",
+    "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
+    "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
+    "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }
 
 __all__ = sorted([*_OWNERS, "init"])
