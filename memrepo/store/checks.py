@@ -146,6 +146,32 @@ def _check_pointers(memory: Memory) -> list[Problem]:
     return problems
 
 
+def check_scope(memory: Memory, *, owner: str | None, agent: str | None) -> list[Problem]:
+    """Who may hold and write a memory of this scope (team memory, seed 003 §4).
+
+    The shared vault (no ``owner``) never holds a private memory: those live in their agent's
+    own private vault, which sync never pushes. A private vault (``[vault] owner``) holds only
+    ``private:<owner>``, and only that agent (``agent``, when one is named) writes or edits it.
+    """
+    scope = memory.meta.get("scope") or "shared"
+    path = memory.path or "(new memory)"
+    if not isinstance(scope, str):
+        return []
+    if owner is None:
+        if scope.startswith("private:"):
+            return [Problem(path, "scope", f"{scope!r} is a private scope; private memories live only in their agent's "
+                                           "private vault, never in the shared one: write it with "
+                                           "'memrepo --agent NAME add --scope private'")]
+        return []
+    problems = []
+    if scope != f"private:{owner}":
+        problems.append(Problem(path, "scope", f"this is the private vault of agent {owner}; it holds only scope "
+                                               f"'private:{owner}', not {scope!r}"))
+    if agent and agent != owner:
+        problems.append(Problem(path, "scope", f"private:{owner} belongs to agent {owner}; agent {agent} may not write or edit it"))
+    return problems
+
+
 # -------------------------------------------------------------- across files
 
 def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = ()) -> list[Problem]:

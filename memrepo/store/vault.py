@@ -105,6 +105,12 @@ class Vault:
         return str(self.config.get("vault", "main_branch", "main"))
 
     @property
+    def owner(self) -> str | None:
+        """The agent whose private vault this is (``[vault] owner``); None for a shared vault."""
+        owner = self.config.get("vault", "owner")
+        return str(owner) if owner else None
+
+    @property
     def main_ref(self) -> str:
         return f"refs/heads/{self.main_branch}"
 
@@ -246,8 +252,12 @@ class Vault:
 
     def commit(self, *, writes: Iterable[Memory] = (), deletes: Iterable[str] = (), message: str,
                branch: str | None = None, parent: str | None = None, merge: Iterable[str] = (),
-               expect: str | None = None) -> CommitResult:
-        """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip."""
+               expect: str | None = None, files: dict[str, bytes | None] | None = None) -> CommitResult:
+        """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip.
+
+        ``files`` are other paths as raw bytes (None deletes): citation records, a merged
+        remote's files; the catalog then catches up from git instead of from ``writes``.
+        """
         writes, deletes = list(writes), list(deletes)
         ref = f"refs/heads/{branch or self.main_branch}"
         synced = self._in_lock and self._synced_in_lock and ref == self.main_ref and self._catalog is not None
@@ -257,10 +267,11 @@ class Vault:
         if expect is not None and old != expect:
             raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
         checked_out = (self._checked_head if self._in_lock and self._checked_head else git.head_ref(self.root)) == ref
-        paths = [m.path for m in writes] + deletes
+        paths = [m.path for m in writes] + deletes + list(files or ())
         if checked_out:
             self._refuse_dirty(paths)
         changes: dict[str, bytes | None] = {p: None for p in deletes}
+        changes.update(files or {})
         changes.update({m.path: render_bytes(m) for m in writes})
         journal = (lambda sha: self._write_journal(ref, sha, list(changes))) if checked_out else None
         sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge,
@@ -270,7 +281,10 @@ class Vault:
             self._update_checkout(changes)
             self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
-            self._catalog.record(writes, deletes, old, sha)
+            if files:
+                self._catalog.sync(sha)
+            else:
+                self._catalog.record(writes, deletes, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
 
     def _refuse_dirty(self, paths: List[str]) -> None:
