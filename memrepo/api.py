@@ -38,6 +38,7 @@ _OWNERS = {
     "cleanup": "memrepo.lifecycle.nightly", "nightly": "memrepo.lifecycle.nightly",
     "install_schedule": "memrepo.lifecycle.nightly",
     "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
+    "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }
