@@ -374,9 +374,9 @@ def distill(now: Optional[str] = NowOpt,
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
             as_json: bool = JsonOpt):
     """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
@@ -390,9 +390,9 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -405,9 +405,9 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+        report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
          or "nothing expired")
 
@@ -418,11 +418,11 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
-        g, _ = lifecycle.build_graph(vault)
+        g, _ = decay_run.build_graph(vault)
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
@@ -455,13 +455,13 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
                 typer.echo(line)
             return
-        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
 
 
