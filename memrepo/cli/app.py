@@ -374,9 +374,9 @@ def distill(now: Optional[str] = NowOpt,
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
             as_json: bool = JsonOpt):
     """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
@@ -390,9 +390,9 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -405,9 +405,9 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+        report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
          or "nothing expired")
 
@@ -418,11 +418,11 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
-        g, _ = lifecycle.build_graph(vault)
+        g, _ = decay_run.build_graph(vault)
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
@@ -455,14 +455,80 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
                 typer.echo(line)
             return
-        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
+
+
+# ---- agents: recall, context, flush, prune, evidence, mcp, export
+
+BudgetOpt = typer.Option(4000, "--budget", min=1, help="Most characters to print (never exceeded).")
+HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}).")
+
+
+def _stdin_text() -> str:
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def _hook_safe(fn):
+    """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
+    runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
+    from memrepo.errors import MemrepoError
+    try:
+        return fn()
+    except MemrepoError as e:
+        typer.echo(f"memrepo: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def recall(text: Optional[str] = typer.Argument(None, help="The latest user message or a transcript (default: stdin)."),
+           budget: int = BudgetOpt,
+           session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
+    from memrepo.agents import recall as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        query, sess = text, session
+        if hook:
+            payload = hook_payload(_stdin_text())
+            query, sess = payload["prompt"], session or payload["session_id"]
+        elif query is None:
+            query = _stdin_text()
+        with _vault() as vault:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+    result = _hook_safe(run) if hook else run()
+    if as_json:
+        _out(result.as_dict(), True)
+    elif result.text:
+        typer.echo(result.text)
+
+
+@app.command()
+def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None, help="Constraints and preferences of this subject only."),
+            hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the session-start block: identity, principles, constraints and preferences, most important first."""
+    from memrepo.agents import context as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        if hook:
+            hook_payload(_stdin_text())
+        with _vault() as vault:
+            return svc.context(vault, budget=budget, subject=subject)
+    packed = _hook_safe(run) if hook else run()
+    if as_json:
+        _out({"memories": list(packed.memories), "chars": packed.chars}, True)
+    elif packed.text:
+        typer.echo(packed.text)
 
 
 # ------------------------------------------------------------------ hooks
