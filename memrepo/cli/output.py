@@ -11,15 +11,12 @@ from typing import Any
 
 from memrepo.errors import MemrepoError
 
-GLOBAL_FLAGS = ("--json",)
-GLOBAL_OPTIONS = ("--vault",)
 
-
-def hoist_globals(args: list[str]) -> tuple[dict[str, Any], list[str]]:
-    """Take ``--vault X`` / ``--vault=X`` and ``--json`` out of ``args`` wherever they stand
-    (before ``--``): they are global, as in git and gh, before or after the sub-command."""
-    found: dict[str, Any] = {"json": False, "vault": None}
-    rest: list[str] = []
+def hoist_globals(args: list[str], valued: tuple[str, ...]) -> tuple[bool, list[str], list[str]]:
+    """Global options wherever they stand (before ``--``), as in git and gh: returns whether
+    ``--json`` was given, the ``valued`` options (``--vault X``, ``--vault=X``) to put before
+    the sub-command, and the remaining arguments."""
+    as_json, front, rest = False, [], []
     i = 0
     while i < len(args):
         arg = args[i]
@@ -27,16 +24,16 @@ def hoist_globals(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             rest += args[i:]
             break
         if arg == "--json":
-            found["json"] = True
-        elif arg == "--vault" and i + 1 < len(args):
-            found["vault"] = args[i + 1]
+            as_json = True
+        elif arg in valued and i + 1 < len(args):
+            front += [arg, args[i + 1]]
             i += 1
-        elif arg.startswith("--vault="):
-            found["vault"] = arg.partition("=")[2]
+        elif arg.startswith(tuple(f"{v}=" for v in valued)):
+            front.append(arg)
         else:
             rest.append(arg)
         i += 1
-    return found, rest
+    return as_json, front, rest
 
 
 def error_payload(code: str, message: str, problems: list[dict[str, Any]] | None = None) -> dict[str, Any]:
