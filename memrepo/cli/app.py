@@ -27,6 +27,7 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 class State:
     vault_path: Optional[str] = None
+    agent: Optional[str] = None
 
 
 state = State()
@@ -34,8 +35,16 @@ state = State()
 
 @app.callback()
 def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_VAULT",
-                                              help="Vault to use (default: found from the current directory, as git does).")):
+                                              help="Vault to use (default: found from the current directory, as git does)."),
+          agent: Optional[str] = typer.Option(None, "--agent", envvar="MEMREPO_AGENT",
+                                              help="The agent acting (before or after the command): its private memories, its proposals.")):
+    import os
     state.vault_path = vault
+    state.agent = None
+    if agent:
+        from memrepo.team import scopes
+        state.agent = scopes.current_agent(agent)
+        os.environ["MEMREPO_AGENT"] = agent  # the library and the hooks it triggers see the same agent
 
 
 def _vault():
@@ -88,7 +97,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
         affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
         session: Optional[str] = typer.Option(None, help="Agent session id."),
-        scope: Optional[str] = typer.Option(None, help="shared (default) or private:<agent>."),
+        scope: Optional[str] = typer.Option(None, help="shared (default) or private (the current agent's own: never shared)."),
         weight: Optional[float] = typer.Option(None, help="Base weight 0..1 (protects keystone memories from decay)."),
         confidence: Optional[float] = typer.Option(None, help="Confidence 0..1."),
         expires: Optional[str] = typer.Option(None, help="ISO-8601 date-time after which the memory is cleaned up."),
@@ -106,7 +115,11 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
               "affects": affects, "session": session, "scope": scope, "weight": weight,
               "confidence": confidence, "expires": expires}
     with _vault() as vault:
-        result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
+        if scope is not None:
+            from memrepo.team import scopes
+            result = scopes.add(vault, fields, body, agent=state.agent, author=author, push=push, remote=remote)
+        else:
+            result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
     _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
 
@@ -115,8 +128,9 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
 def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
     """Print one memory (front matter and body) as it is on main."""
     from memrepo.store.vault import render_bytes
+    from memrepo.team import scopes
     with _vault() as vault:
-        memory = vault.get(memory_id)
+        memory = scopes.get(vault, memory_id, agent=state.agent)
     if as_json:
         _out({**dict(memory.meta), "path": memory.path, "body": memory.body}, True)
     else:
@@ -129,7 +143,12 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
           fact: Optional[str] = typer.Option(None), as_json: bool = JsonOpt):
     """List memories on main, filtered by layer, kind, status, subject or fact."""
     with _vault() as vault:
-        rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
+        if state.agent:
+            from memrepo.team import scopes
+            rows = scopes.list_memories(vault, agent=state.agent, layer=layer, kind=kind, status=status,
+                                        subject=subject, fact=fact)
+        else:
+            rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
     text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
                      f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
     _out(rows, as_json, text or "no memories match")
@@ -310,7 +329,12 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
             raise typer.BadParameter("give a QUERY or --queries FILE")
         filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
                        deep=deep, history=include_history, advanced=advanced)
-        result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
+        if state.agent:
+            from memrepo.team import scopes
+            result, report = scopes.search(vault, query, agent=state.agent, session=session,
+                                           log_recalls=log_recalls, **filters)
+        else:
+            result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
     if report.notice:
         typer.echo(f"notice: {report.notice}", err=True)
     if as_json:
@@ -355,9 +379,9 @@ def distill(now: Optional[str] = NowOpt,
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
             as_json: bool = JsonOpt):
     """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
@@ -371,9 +395,9 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -386,9 +410,9 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+        report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
          or "nothing expired")
 
@@ -399,11 +423,11 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
-        g, _ = lifecycle.build_graph(vault)
+        g, _ = decay_run.build_graph(vault)
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
@@ -436,14 +460,119 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
                 typer.echo(line)
             return
-        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
+
+
+# ---- agents: recall, context, flush, prune, evidence, mcp, export
+
+BudgetOpt = typer.Option(4000, "--budget", min=1, help="Most characters to print (never exceeded).")
+HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}).")
+
+
+def _stdin_text() -> str:
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def _hook_safe(fn):
+    """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
+    runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
+    from memrepo.errors import MemrepoError
+    try:
+        return fn()
+    except MemrepoError as e:
+        typer.echo(f"memrepo: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def recall(text: Optional[str] = typer.Argument(None, help="The latest user message or a transcript (default: stdin)."),
+           budget: int = BudgetOpt,
+           session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
+    from memrepo.agents import recall as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        query, sess = text, session
+        if hook:
+            payload = hook_payload(_stdin_text())
+            query, sess = payload["prompt"], session or payload["session_id"]
+        elif query is None:
+            query = _stdin_text()
+        with _vault() as vault:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+    result = _hook_safe(run) if hook else run()
+    if as_json:
+        _out(result.as_dict(), True)
+    elif result.text:
+        typer.echo(result.text)
+
+
+@app.command()
+def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None, help="Constraints and preferences of this subject only."),
+            hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the session-start block: identity, principles, constraints and preferences, most important first."""
+    from memrepo.agents import context as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        if hook:
+            hook_payload(_stdin_text())
+        with _vault() as vault:
+            return svc.context(vault, budget=budget, subject=subject)
+    packed = _hook_safe(run) if hook else run()
+    if as_json:
+        _out({"memories": list(packed.memories), "chars": packed.chars}, True)
+    elif packed.text:
+        typer.echo(packed.text)
+
+
+@app.command()
+def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction cycle id: a cycle is flushed at most once (per session)."),
+          session: Optional[str] = typer.Option(None, help="Agent session the entries come from."),
+          skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
+          show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
+          lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          as_json: bool = JsonOpt):
+    """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
+    from memrepo.agents import flush as svc
+    from memrepo.errors import UsageError
+    if show_prompt:
+        from memrepo.errors import VaultNotFound
+        try:
+            vault = _vault()
+        except VaultNotFound:
+            vault = None
+        typer.echo(svc.flush_prompt(lang, vault), nl=False)
+        return
+    if not cycle:
+        raise UsageError("--cycle ID is required: the runtime's compaction cycle (a cycle is flushed at most once)")
+    text = _stdin_text()
+    with _vault() as vault:
+        result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    if result.silent:
+        return
+    if result.reason == "cycle already flushed":
+        _out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {result.commit[:12]}; nothing written")
+        return
+    lines = [f"flushed {len(result.active)} entr{'y' if len(result.active) == 1 else 'ies'} to the daily log"
+             + (f" in {result.commit[:12]}" if result.commit else "")]
+    lines += [f"  {i} active" for i in result.active]
+    if result.proposal:
+        lines.append(f"  {', '.join(result.pending_review)} pending_review -> proposal {result.proposal} "
+                     f"(review: memrepo review {result.proposal})")
+    _out(result.as_dict(), as_json, "\n".join(lines))
 
 
 # ------------------------------------------------------------------ hooks
@@ -476,13 +605,34 @@ def hook_pre_merge_commit():
     hook_pre_commit()
 
 
-def _command_name(argv: list[str]) -> str | None:
-    """The sub-command named on the command line (after the global ``--vault``), if any."""
+GLOBAL_AFTER = ("--agent",)  # global options also accepted after the sub-command
+
+
+def _globals_first(argv: list[str]) -> list[str]:
+    """Move ``--agent NAME`` (or ``--agent=NAME``) from anywhere before ``--`` to the front,
+    so the global option works before or after the sub-command."""
+    front, rest = [], []
     args = iter(argv)
     for arg in args:
-        if arg == "--vault":
+        if arg == "--":
+            rest += [arg, *args]
+            break
+        if arg in GLOBAL_AFTER:
+            front += [arg, next(args, "")]
+        elif arg.startswith(tuple(f"{g}=" for g in GLOBAL_AFTER)):
+            front.append(arg)
+        else:
+            rest.append(arg)
+    return front + rest
+
+
+def _command_name(argv: list[str]) -> str | None:
+    """The sub-command named on the command line (after the global options), if any."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--vault", *GLOBAL_AFTER):
             next(args, None)
-        elif not arg.startswith("--vault="):
+        elif not arg.startswith(("--vault=", *(f"{g}=" for g in GLOBAL_AFTER))):
             return None if arg.startswith("-") else arg
     return None
 
@@ -503,7 +653,7 @@ def _app_for(argv: list[str]) -> typer.Typer:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: maps library errors to messages and exit codes in one place."""
     from memrepo.errors import InvalidMemory, MemrepoError
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _globals_first(sys.argv[1:] if argv is None else list(argv))
     try:
         rv = _app_for(argv)(args=argv, standalone_mode=False, prog_name="memrepo")
     except MemrepoError as e:

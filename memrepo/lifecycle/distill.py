@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Literal
 
+from memrepo.config import DEFAULTS
 from memrepo.model import aware_time
 from memrepo.text import is_cjk, terms
 
@@ -48,6 +49,8 @@ _SUMMARY_WEIGHT = 2  # the summary is the entry's gist; the body adds context an
 FACT_BONUS = 0.5  # same subject/fact key: alone it nearly joins two entries
 TAG_BONUS = 0.1  # per shared tag, at most two: helps, never joins on its own
 MIN_SHARED_WORDS = 3  # English words or Chinese bigrams two entries must share to be joined
+_DISTILL = DEFAULTS["distill"]  # the defaults of the nightly runs live in the vault configuration
+_PROMOTE = DEFAULTS["promote"]
 
 
 @dataclass(frozen=True)
@@ -147,9 +150,11 @@ class _Doc:
     counts: dict[str, float]
 
 
-def find_patterns(entries: Iterable[Entry], *, now: datetime, window_days: int = 30,
-                  min_occurrences: int = 3, count_by: CountBy = "day",
-                  similarity: float = 0.3, known: Iterable[KnownPattern] = (),
+def find_patterns(entries: Iterable[Entry], *, now: datetime,
+                  window_days: int = _DISTILL["window_days"],
+                  min_occurrences: int = _DISTILL["min_occurrences"],
+                  count_by: CountBy = _DISTILL["count_by"],
+                  similarity: float = _DISTILL["similarity"], known: Iterable[KnownPattern] = (),
                   layer: str = "L2", signature_size: int = 12, bucket_cap: int = 32,
                   max_df: float = 0.05, min_coherence: float = 0.6) -> DistillResult:
     """Find patterns recurring on ``min_occurrences`` distinct days (or sessions).
@@ -193,9 +198,12 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime, window_days: int =
         considered=len(docs), out_of_window=out_of_window)
 
 
-def promote(entries: Iterable[Entry], *, now: datetime, window_days: int = 90,
-            min_occurrences: int = 5, count_by: CountBy = "day_or_session",
-            similarity: float = 0.3, known: Iterable[KnownPattern] = ()) -> DistillResult:
+def promote(entries: Iterable[Entry], *, now: datetime,
+            window_days: int = _PROMOTE["window_days"],
+            min_occurrences: int = _PROMOTE["min_occurrences"],
+            count_by: CountBy = _PROMOTE["count_by"],
+            similarity: float = _PROMOTE["similarity"],
+            known: Iterable[KnownPattern] = ()) -> DistillResult:
     """L2 → L3: the same machinery with a longer window and a higher bar.
 
     A behavioural pattern must recur more often, over a longer span, before it is proposed as a

@@ -16,7 +16,7 @@ from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.review import gate, risk
 from memrepo.review.gate import GateReport
 from memrepo.store import git
-from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows
+from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows, check_scope
 from memrepo.store.vault import Vault
 
 
@@ -114,6 +114,8 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
                 continue
             memory, found = check_bytes(ch.path, reader.read(ch.sha))
             problems += found
+            if memory is not None:
+                problems += check_scope(memory, owner=vault.owner, agent=os.environ.get("MEMREPO_AGENT") or None)
             if memory is not None and isinstance(memory.meta.get("id"), str):
                 rows.append((Row.of(memory), replace(memory, blob=ch.sha)))
     deleted = [r for p in deleted_paths for r in catalog._rows("path=?", (p,))]

@@ -68,9 +68,10 @@ class RowSet:
         for row in self.by_path.values():
             self._ids.setdefault(row.id, []).append(row)
             if row.status == "active" and row.fact:
-                self._active.setdefault((row.subject, row.fact), []).append(row)
-            for target in {row.supersedes, row.superseded_by} - {None}:
-                self._refs.setdefault(target, []).append(row)
+                self._active.setdefault((row.subject or "", row.fact), []).append(row)
+            for target in (row.supersedes, row.superseded_by):
+                if target is not None:
+                    self._refs.setdefault(target, []).append(row)
 
     def with_id(self, memory_id: str) -> list[Row]:
         return list(self._ids.get(memory_id, ()))
@@ -142,6 +143,32 @@ def _check_pointers(memory: Memory) -> list[Problem]:
         target = value.split("#", 1)[0]
         if target.startswith(("/", "\\", "~")) or ".." in target.replace("\\", "/").split("/"):
             problems.append(Problem(memory.path, "evidence", f"{value!r} points outside the vault; use a vault-relative path, a memory id, a commit id or a URL"))
+    return problems
+
+
+def check_scope(memory: Memory, *, owner: str | None, agent: str | None) -> list[Problem]:
+    """Who may hold and write a memory of this scope (team memory, seed 003 §4).
+
+    The shared vault (no ``owner``) never holds a private memory: those live in their agent's
+    own private vault, which sync never pushes. A private vault (``[vault] owner``) holds only
+    ``private:<owner>``, and only that agent (``agent``, when one is named) writes or edits it.
+    """
+    scope = memory.meta.get("scope") or "shared"
+    path = memory.path or "(new memory)"
+    if not isinstance(scope, str):
+        return []
+    if owner is None:
+        if scope.startswith("private:"):
+            return [Problem(path, "scope", f"{scope!r} is a private scope; private memories live only in their agent's "
+                                           "private vault, never in the shared one: write it with "
+                                           "'memrepo --agent NAME add --scope private'")]
+        return []
+    problems = []
+    if scope != f"private:{owner}":
+        problems.append(Problem(path, "scope", f"this is the private vault of agent {owner}; it holds only scope "
+                                               f"'private:{owner}', not {scope!r}"))
+    if agent and agent != owner:
+        problems.append(Problem(path, "scope", f"private:{owner} belongs to agent {owner}; agent {agent} may not write or edit it"))
     return problems
 
 
