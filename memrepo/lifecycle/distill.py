@@ -712,7 +712,8 @@ def _near_misses(docs: Sequence[_Doc], weights: Sequence[dict[str, float]], df: 
     out: list[dict] = []
     by_kind: dict[tuple[str, str], list[_Chatter]] = defaultdict(list)
     for c in chatter:
-        by_kind[(c.speaker, c.kinds[0] if c.kinds else "small talk")].append(c)
+        for kind in sorted(set(c.kinds)) or ["small talk"]:
+            by_kind[(c.speaker, kind)].append(c)
     for (speaker, kind), group in sorted(by_kind.items()):
         days = sorted({c.day for c in group})
         if len(days) >= min_occurrences:
@@ -856,8 +857,9 @@ def _body_text(statement: str, speaker: str | None, shared: Sequence[str], fact:
         why = (f"在 {len(days)} 个不同的日期（{', '.join(days)}）、{len(sessions)} 个会话中"
                f"重复出现；共同词：{keys}{extra}。由夜间蒸馏提出，需人工确认。")
     else:
-        why = (f"Seen on {len(days)} distinct days ({', '.join(days)}) in "
-               f"{len(sessions)} sessions; shared terms: {keys}{extra}. "
+        in_sessions = f" in {len(sessions)} sessions" if sessions else ""
+        why = (f"Seen on {len(days)} distinct days ({', '.join(days)}){in_sessions}; "
+               f"shared terms: {keys}{extra}. "
                "Proposed by the nightly distill; needs human review.")
     evidence = "\n".join(f"- [[{d.entry.id}]] {d.day}: {_clip(' '.join(d.sentences) or d.entry.summary, 120)}"
                          for d in ordered)
