@@ -57,6 +57,8 @@ class MemrepoGroup(TyperGroup):
         path_end, command = self.resolve(rest)
         if command is not self:
             strict_options(command)
+            path = " ".join(a for a in rest[:path_end] if not a.startswith("-"))
+            command.epilog = command.epilog or examples_epilog(path)
         takes_json = command is not self and any("--json" in getattr(p, "opts", ()) for p in command.params)
         argv = front + rest[:path_end] + (["--json"] if as_json and takes_json else []) + rest[path_end:]
         output.show_warnings()
@@ -92,6 +94,46 @@ class MemrepoGroup(TyperGroup):
             if not hasattr(found, "commands"):
                 break
         return path_end, command
+
+
+# The end of each command's --help: one or two examples (a test requires one for every command).
+EXAMPLES: dict[str, str] = {
+    "init": "memrepo init ~/agent-memory",
+    "add": "memrepo add --subject project-alpha --kind decision --summary \"Ship 2.3 after the migration\" --body \"...\"\n"
+           "echo \"body\" | memrepo add --subject user --kind preference --summary \"Short answers\" --json",
+    "show": "memrepo show mem_20261201_7k3p9x\nmemrepo show mem_20261201_7k3p9x --json",
+    "list": "memrepo list --layer L2 --status active\nmemrepo list --subject user --json",
+    "log": "memrepo log mem_20261201_7k3p9x",
+    "validate": "memrepo validate\nmemrepo validate memories/L2 --json",
+    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose",
+    "proposals": "memrepo proposals\nmemrepo proposals --all --json",
+    "proposals push": "memrepo proposals push prop_20261201_ab12cd --remote origin",
+    "review": "memrepo review prop_20261201_ab12cd",
+    "apply": "memrepo apply prop_20261201_ab12cd\nmemrepo apply prop_20261201_ab12cd --only mem_a --mode append",
+    "reject": "memrepo reject prop_20261201_ab12cd --why \"contradicts the release policy\"",
+    "rollback": "memrepo rollback mem_20261201_7k3p9x --why \"wrong threshold\"",
+    "why": "memrepo why mem_20261201_7k3p9x",
+    "history": "memrepo history project-alpha db.pool",
+    "search": "memrepo search \"database pool size\" --subject project-alpha\nmemrepo search 数据库 --layer L2 --since 2026-11-01 --json",
+    "reindex": "memrepo reindex",
+    "useful": "memrepo useful mem_20261201_7k3p9x --session s-42",
+    "distill": "memrepo distill --dry-run\nmemrepo distill --promote --now 2026-12-01",
+    "decay": "memrepo decay --dry-run",
+    "cleanup": "memrepo cleanup --dry-run",
+    "graph": "memrepo graph mem_20261201_7k3p9x\nmemrepo graph --export graph.graphml",
+    "nightly": "memrepo nightly\nmemrepo nightly --quiet --json",
+    "schedule": "memrepo schedule\nmemrepo schedule --kind systemd --at 02:30 --install",
+    "hooks": "memrepo hooks install",
+    "hooks install": "memrepo hooks install",
+    "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
+    "context": "memrepo context --subject project-alpha --budget 4000",
+    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
+}
+
+
+def examples_epilog(path: str) -> str | None:
+    text = EXAMPLES.get(path)
+    return None if text is None else "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in text.splitlines())
 
 
 # An option whose parameter has one of these names is checked, in every command: enum values
@@ -254,9 +296,11 @@ def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = Jso
 
 
 @app.command("list")
-def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer.Option(None),
-          status: Optional[str] = typer.Option(None), subject: Optional[str] = typer.Option(None),
-          fact: Optional[str] = typer.Option(None), as_json: bool = JsonOpt):
+def list_(layer: Optional[str] = typer.Option(None, help="L1, L2, L3 or L4."),
+          kind: Optional[str] = typer.Option(None, help="A kind of the schema: event, decision, constraint, ..."),
+          status: Optional[str] = typer.Option(None, help="active, pending_review, superseded, rejected, archived or rolled_back."),
+          subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+          fact: Optional[str] = typer.Option(None, help="Only memories of this fact key."), as_json: bool = JsonOpt):
     """List memories on main, filtered by layer, kind, status, subject or fact."""
     with _vault() as vault:
         if state.agent:
@@ -265,8 +309,10 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
                                         subject=subject, fact=fact)
         else:
             rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
-    text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
-                     f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    from memrepo.cli.output import table
+    text = table(["ID", "LAYER", "KIND", "STATUS", "SUBJECT", "FACT", "SUMMARY"],
+                 [[r["id"], r["layer"], r["kind"], r["status"], r["subject"], r["fact"] or "", r["summary"] or ""]
+                  for r in rows]) if rows else ""
     if not rows and not as_json and (subject or fact):
         with _vault() as vault:
             what = [f"{name} {value!r}" for name, value in (("subject", subject), ("fact", fact))
@@ -333,11 +379,13 @@ def proposals_list(ctx: typer.Context,
     from memrepo.review import proposals
     with _vault() as vault:
         found = proposals.list_proposals(vault, include_closed=include_all)
-    lines = []
+    from memrepo.cli.output import table
+    rows = []
     for p in found:
-        outcome = f" by {p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))}" if p.outcome else ""
-        lines.append(f"{p.id}  {p.status:<8} {', '.join(p.ids)}  {p.reason}{outcome}")
-    _out([p.as_dict() for p in found], as_json, "\n".join(lines) or "no open proposals")
+        outcome = f" ({p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))})" if p.outcome else ""
+        rows.append([p.id, p.status, ", ".join(p.ids), f"{p.reason}{outcome}"])
+    text = table(["PROPOSAL", "STATUS", "MEMORIES", "REASON"], rows) if rows else ""
+    _out([p.as_dict() for p in found], as_json, text or ("no proposals" if include_all else "no open proposals"))
 
 
 @proposals_app.command("push")
@@ -416,8 +464,11 @@ def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...),
     with _vault() as vault:
         versions = provenance.fact_history(vault, subject, fact)
     rows = [v.as_dict() for v in versions]
-    _out(rows, as_json, "\n".join(f"{v.date} {v.commit[:12]} {v.id} {v.status or 'deleted'}: {v.summary or ''}  ({v.message})"
-                                  for v in versions) or f"no versions of ({subject}, {fact})")
+    from memrepo.cli.output import table
+    text = table(["DATE", "COMMIT", "ID", "STATUS", "SUMMARY"],
+                 [[v.date, v.commit[:12], v.id, v.status or "deleted", f"{v.summary or ''}  ({v.message})"]
+                  for v in versions]) if versions else ""
+    _out(rows, as_json, text or f"no versions of ({subject}, {fact})")
 
 
 # ------------------------------------------------------------------ search
@@ -425,8 +476,10 @@ def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...),
 @app.command()
 def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * quotes and parentheses are plain text."),
            limit: int = typer.Option(10, "--limit", "-k", min=1, help="Most hits to return."),
-           subject: Optional[str] = typer.Option(None), layer: Optional[str] = typer.Option(None),
-           kind: Optional[str] = typer.Option(None), tag: Optional[str] = typer.Option(None),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           layer: Optional[str] = typer.Option(None, help="Only this layer: L1, L2, L3 or L4."),
+           kind: Optional[str] = typer.Option(None, help="Only this kind (event, decision, constraint, ...)."),
+           tag: Optional[str] = typer.Option(None, help="Only memories with this business tag."),
            since: Optional[str] = typer.Option(None, help="Only memories created on/after this ISO date."),
            deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
            include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
@@ -464,9 +517,11 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
     if result.nothing_relevant:
         typer.echo("nothing relevant")
         return
-    for i, h in enumerate(result.hits, start=1):
-        typer.echo(f"{i:>2}. {h.id}  {h.score:.3f}  {h.layer} {h.subject}{' ' + h.fact if h.fact else ''} [{h.status}]\n"
-                   f"    {h.summary}\n    {h.snippet}")
+    from memrepo.cli.output import plain, table
+    typer.echo(table(["#", "ID", "SCORE", "LAYER", "STATUS", "SUBJECT", "SUMMARY / SNIPPET"],
+                     [[str(i), h.id, f"{h.score:.3f}", h.layer, h.status, f"{h.subject}{' ' + h.fact if h.fact else ''}",
+                       f"{plain(h.summary)} — {plain(h.snippet)}" if h.snippet and plain(h.snippet) != plain(h.summary) else plain(h.summary)]
+                      for i, h in enumerate(result.hits, start=1)]))
 
 
 @app.command()
@@ -537,7 +592,9 @@ def decay(now: Optional[str] = NowOpt,
 
 
 @app.command()
-def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
+def cleanup(now: Optional[str] = NowOpt,
+            dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be archived or demoted; change nothing."),
+            as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
