@@ -74,3 +74,33 @@ def test_on_a_terminal_rows_fit_and_no_color_turns_emphasis_off(vault):
     assert "\033[1m" in shown and "…" in shown
     assert all(output.display_width(line) <= 70 for line in shown.replace("\033[1m", "").replace("\033[0m", "").splitlines())
     assert "\033[" not in _on_a_terminal(vault, {**env, "NO_COLOR": "1"})
+
+
+def test_init_and_add_without_a_git_identity_warn_once_with_the_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "empty-gitconfig"))
+    for key in ("GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    from memrepo.store import git
+    git.identity.cache_clear()
+    assert main(["init", str(tmp_path / "v")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning: no git identity is set") == 1 and "git config --global user.name" in err
+    git.identity.cache_clear()
+    assert main(["--vault", str(tmp_path / "v"), "add", "--summary", "s", "--body", "b"]) == 0
+    assert capsys.readouterr().err.count("warning: no git identity is set") == 1
+    git.identity.cache_clear()
+
+
+def test_nightly_prints_a_short_summary_and_json_on_request(vault, capsys):
+    assert main(["--vault", str(vault.root), "nightly"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("nightly run at ") and "distill: nothing to distill" in out and "{" not in out
+    assert main(["--vault", str(vault.root), "nightly", "--json"]) == 0
+    import json
+    assert "changed" in json.loads(capsys.readouterr().out)
+
+
+def test_cleanup_dry_run_says_would(vault, capsys):
+    memories.add(vault, {"subject": "s", "summary": "temporary", "expires": "2026-01-02T00:00:00+00:00"}, "b")
+    assert main(["--vault", str(vault.root), "cleanup", "--dry-run", "--now", "2027-01-01"]) == 0
+    assert ": would archive (" in capsys.readouterr().out

@@ -279,6 +279,8 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         else:
             result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
+    if push and result.proposal:
+        where += f"; pushed branch proposal/{result.proposal} to {remote}: open a pull request from it"
     _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
 
 
@@ -599,8 +601,9 @@ def cleanup(now: Optional[str] = NowOpt,
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
         report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
-    _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
-         or "nothing expired")
+    would = {"archive": "would archive", "demote": "would demote to L1", "delete": "would delete"}
+    _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {would.get(a['action'], 'would ' + a['action']) if dry_run else a['action']}"
+                                              f" ({a['reason']})" for a in report.actions) or "nothing expired")
 
 
 @app.command()
@@ -637,7 +640,26 @@ def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--qu
         result = lifecycle.nightly(vault, now=now)
     if quiet and not result["changed"]:
         return
-    _out(result, as_json, json.dumps(result, ensure_ascii=False, indent=1))
+    _out(result, as_json, _nightly_summary(result))
+
+
+def _nightly_summary(result: dict) -> str:
+    """A few lines a person reads in the morning (the run log stays JSON, and --json prints it)."""
+    def part(name: str, verb: str) -> str:
+        r = result.get(name) or {}
+        if r.get("skipped") and isinstance(r["skipped"], str):
+            return f"{name}: skipped ({r['skipped']})"
+        counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.items()
+                           if isinstance(n, int) and not isinstance(n, bool))
+        where = (f"; review: memrepo review {r['proposal']}" if r.get("proposal") else "") + \
+                (f"; commit {str(r['commit'])[:12]}" if r.get("commit") else "")
+        return f"{name}: {counts or 'nothing to ' + verb}{where}"
+    index = result.get("index") or {}
+    lines = [f"nightly run at {result.get('now')}: {'changes made' if result.get('changed') else 'nothing changed'}",
+             "  " + part("distill", "distill"), "  " + part("promote", "promote"), "  " + part("decay", "archive"),
+             "  " + part("cleanup", "clean up"),
+             "  index: " + ("rebuilt" if index.get("rebuilt") else f"{index.get('updated', 0)} updated, {index.get('deleted', 0)} removed")]
+    return "\n".join(lines)
 
 
 @app.command()

@@ -87,19 +87,19 @@ def show_warnings() -> None:
     on stderr, once per message; other warnings go where Python sends them."""
     import warnings
 
-    from memrepo.errors import ConfigWarning
+    from memrepo.errors import MemrepoWarning
     seen: set[str] = set()
     original = getattr(warnings.showwarning, "memrepo_original", warnings.showwarning)
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if not issubclass(category, ConfigWarning):
+        if not issubclass(category, MemrepoWarning):
             return original(message, category, filename, lineno, file, line)
         if str(message) not in seen:
             seen.add(str(message))
             print(f"warning: {message}", file=sys.stderr)
     show.memrepo_original = original  # type: ignore[attr-defined]
     warnings.showwarning = show
-    warnings.simplefilter("always", ConfigWarning)
+    warnings.simplefilter("always", MemrepoWarning)
 
 
 def emit_json(data: Any) -> None:
