@@ -130,3 +130,20 @@ def test_the_vault_option_still_reads_the_environment(vault, capsys, monkeypatch
     code, out, _ = run(capsys, "list", "--json")
     assert code == 0 and json.loads(out) == []
     assert Vault.find(explicit=str(vault.root)).root == vault.root
+
+
+def test_show_log_why_say_where_a_pending_or_reverted_memory_is(vault, capsys):
+    from conftest import git
+    pending = memories.add(vault, {"id": "mem_rule", "subject": "proj", "fact": "rule", "kind": "constraint",
+                                   "summary": "s"}, "b")
+    for command in ("show", "log", "why"):
+        code, _, err = run(capsys, "--vault", str(vault.root), command, "mem_rule")
+        assert code == 3 and f"pending in proposal {pending.proposal}: memrepo review {pending.proposal}" in err, err
+    added = memories.add(vault, {"id": "mem_gone", "subject": "proj", "fact": "port", "summary": "port 80"}, "b")
+    git(vault.root, "revert", "--no-edit", added.commit)  # by hand: the file leaves main
+    commit = git(vault.root, "rev-parse", "HEAD").strip()
+    code, out, _ = run(capsys, "--vault", str(vault.root), "show", "mem_gone", "--json")
+    message = json_error(out)["message"]
+    assert code == 3 and f"reverted in {commit[:12]}: memrepo history proj port" in message
+    code, _, err = run(capsys, "--vault", str(vault.root), "show", "mem_never")
+    assert code == 3 and "no memory 'mem_never'" in err
