@@ -69,25 +69,57 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def run_set(kit, bench: Path, name: str, work: Path, tuning: Tuning, pq_dir: Path | None) -> dict:
-    """In-process: MemoryIndex directly (for ``--set`` ablations)."""
+class _CachedQueries:
+    """An encoder that remembers query vectors (a sweep runs the same queries many times)."""
+
+    def __init__(self, encoder) -> None:
+        self.encoder, self.memo = encoder, {}
+
+    def query(self, text: str):
+        if text not in self.memo:
+            self.memo[text] = self.encoder.query(text)
+        return self.memo[text]
+
+
+def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_dir: Path | None,
+            semantic: bool = False, vectors_dir: Path | None = None) -> dict:
+    """In-process: MemoryIndex directly (for ``--set`` ablations and ``--sweep``)."""
     mem, qry = convert(bench, name, work)
-    ix = MemoryIndex(work / f"{name}.index", tuning=tuning)
+    memories = read_jsonl(mem)
+    ix = MemoryIndex(work / f"{name}.index", tuning=tunings[0])
     t0 = time.perf_counter()
-    ix.rebuild((to_doc(m) for m in read_jsonl(mem)), commit=None)
+    ix.rebuild((to_doc(m) for m in memories), commit=None)
     build = time.perf_counter() - t0
+    sem = None
+    if semantic:
+        from memrepo.retrieval import embed
+        from memrepo.retrieval.vectors import VecDoc, VectorStore
+        store = VectorStore((vectors_dir or work) / f"{name}.vectors")
+        t0 = time.perf_counter()
+        store.rebuild([VecDoc(m["id"], embed.memory_text(m.get("summary", ""), m.get("body", "")), m["subject"],
+                              m.get("status", "active"), m.get("layer", "L1"), m.get("kind", "event"))
+                       for m in memories], embed.shared(), commit=None)
+        print(f"vectors: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        sem = (store.load(), _CachedQueries(embed.shared()))
     queries = read_jsonl(qry)
     ks = [int(k) for k in SETS[name][1].split(",")]
-    results, lat = [], []
-    for q in queries:
-        t = time.perf_counter()
-        res = ix.search(SearchQuery(q["question"], limit=max(ks), subject=q["conversation"]))
-        lat.append(time.perf_counter() - t)
-        results.append([h.id for h in res.hits])
-    table = kit.score(queries, results, ks)
-    kit.print_table(table, ks, f"memrepo search (in-process): {name} dev (index build {build:.1f} s)", lat)
-    if pq_dir:
-        write_per_query(pq_dir / f"{name}.jsonl", queries, results)
+    table = {}
+    for tuning in tunings:
+        ix.tuning = tuning
+        results, lat = [], []
+        for q in queries:
+            t = time.perf_counter()
+            res = ix.search(SearchQuery(q["question"], limit=max(ks), subject=q["conversation"]), semantic=sem)
+            lat.append(time.perf_counter() - t)
+            results.append([h.id for h in res.hits])
+        table = kit.score(queries, results, ks)
+        label = "hybrid" if semantic else "keywords"
+        changed = {f.name: getattr(tuning, f.name) for f in dataclasses.fields(tuning)
+                   if getattr(tuning, f.name) != getattr(Tuning(), f.name)}
+        kit.print_table(table, ks, f"memrepo search (in-process, {label}{' ' + str(changed) if changed else ''}): "
+                        f"{name} dev (index build {build:.1f} s)", lat)
+        if pq_dir:
+            write_per_query(pq_dir / f"{name}.jsonl", queries, results)
     return table
 
 
@@ -170,18 +202,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-process", action="store_true",
                     help="index and search with MemoryIndex in this process (allows --set)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--sweep", metavar="FIELD=V1,V2,...", help="in-process: one run per value")
+    ap.add_argument("--semantic", action="store_true", help="in-process: hybrid ranking with vectors")
+    ap.add_argument("--vectors-dir", type=Path, help="in-process: keep the vectors here between runs")
     ap.add_argument("--per-query-out", type=Path)
     ap.add_argument("--json-out", type=Path, help="write the per-category tables as JSON")
     args = ap.parse_args(argv)
-    if args.set and not args.in_process:
-        ap.error("--set needs --in-process (the product runs the default tuning)")
+    if (args.set or args.sweep or args.semantic) and not args.in_process:
+        ap.error("--set, --sweep and --semantic need --in-process (the product runs the default tuning)")
     kit = load_kit(args.bench)
     tuning = parse_sets(args.set)
+    tunings = [tuning]
+    if args.sweep:
+        key, _, values = args.sweep.partition("=")
+        tunings = [dataclasses.replace(tuning, **{key: type(getattr(tuning, key))(v)}) for v in values.split(",")]
     tables = {}
     with tempfile.TemporaryDirectory(prefix="memrepo-bench-") as tmp:
         for name in ([args.only] if args.only else list(SETS)):
             if args.in_process:
-                tables[name] = run_set(kit, args.bench, name, Path(tmp), tuning, args.per_query_out)
+                tables[name] = run_set(kit, args.bench, name, Path(tmp), tunings, args.per_query_out,
+                                       args.semantic, args.vectors_dir)
             else:
                 tables[name] = run_product(kit, args.bench, name, Path(tmp), args.per_query_out)
     if args.json_out:

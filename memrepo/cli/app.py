@@ -345,11 +345,15 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 @app.command()
 def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index from the memory files."""
+    """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
-    _out({"indexed": count}, as_json, f"indexed {count} memories")
+        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
+         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
 
 @app.command()
