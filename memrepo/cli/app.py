@@ -376,14 +376,22 @@ NowOpt = typer.Option(None, "--now", help="Pretend today is YYYY-MM-DD (reproduc
 def distill(now: Optional[str] = NowOpt,
             promote: bool = typer.Option(False, "--promote", help="Promote recurring L2 patterns to L3 candidates instead."),
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
+            explain: bool = typer.Option(False, "--explain", help="Also say why near-miss groups were dropped."),
             as_json: bool = JsonOpt):
-    """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo.lifecycle import nightly as lifecycle
+    """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
+    from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
+    if explain:
+        lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
+        lines += [f"dropped: {n['reason']}, {n['days']} days: {n['example']} ({', '.join(n['members'][:5])})"
+                  for n in report.near_misses]
+    lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
+    if report.small_talk:
+        lines.append(f"left out {report.small_talk} small-talk entries")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
@@ -394,9 +402,9 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -409,9 +417,9 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+        report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
          or "nothing expired")
 
@@ -422,11 +430,11 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
-        g, _ = lifecycle.build_graph(vault)
+        g, _ = decay_run.build_graph(vault)
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
@@ -459,13 +467,13 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
                 typer.echo(line)
             return
-        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
 
 
@@ -533,6 +541,45 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
         _out({"memories": list(packed.memories), "chars": packed.chars}, True)
     elif packed.text:
         typer.echo(packed.text)
+
+
+@app.command()
+def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction cycle id: a cycle is flushed at most once (per session)."),
+          session: Optional[str] = typer.Option(None, help="Agent session the entries come from."),
+          skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
+          show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
+          lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          as_json: bool = JsonOpt):
+    """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
+    from memrepo.agents import flush as svc
+    from memrepo.errors import UsageError
+    if show_prompt:
+        from memrepo.errors import VaultNotFound
+        try:
+            vault = _vault()
+        except VaultNotFound:
+            vault = None
+        typer.echo(svc.flush_prompt(lang, vault), nl=False)
+        return
+    if not cycle:
+        raise UsageError("--cycle ID is required: the runtime's compaction cycle (a cycle is flushed at most once)")
+    text = _stdin_text()
+    with _vault() as vault:
+        result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    if result.silent:
+        return
+    if result.reason == "cycle already flushed":
+        _out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {result.commit[:12]}; nothing written")
+        return
+    lines = [f"flushed {len(result.active)} entr{'y' if len(result.active) == 1 else 'ies'} to the daily log"
+             + (f" in {result.commit[:12]}" if result.commit else "")]
+    lines += [f"  {i} active" for i in result.active]
+    if result.proposal:
+        lines.append(f"  {', '.join(result.pending_review)} pending_review -> proposal {result.proposal} "
+                     f"(review: memrepo review {result.proposal})")
+    _out(result.as_dict(), as_json, "\n".join(lines))
 
 
 # ------------------------------------------------------------------ hooks

@@ -56,9 +56,10 @@ def private_vault(vault: Vault, agent: str, *, create: bool = False) -> Vault | 
     if not create:
         return None
     _exclude(vault)
-    from memrepo import api
     from memrepo.config import CONFIG_PATH
-    private = api.init(root)
+    from memrepo.review import hooks
+    private = Vault.init(root)
+    hooks.install(private.root)
     config = private.root / CONFIG_PATH
     text = config.read_text(encoding="utf-8").replace(
         "[vault]\n", f'[vault]\nowner = "{agent}"            # private vault of this agent: never shared\n', 1)
