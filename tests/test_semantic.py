@@ -32,11 +32,17 @@ def add(vault, memory_id, summary, body=""):
     return memories.add(vault, {"id": memory_id, "subject": "proj", "summary": summary}, body or summary)
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-cache")
+
+
 @pytest.fixture
-def semantic(monkeypatch):
+def semantic(monkeypatch, model_cache):
     if not embed.available():
         pytest.skip("the embedding model package is not installed")
     monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(model_cache))
 
 
 @pytest.fixture
@@ -151,3 +157,34 @@ def test_a_large_first_build_runs_in_the_background(bilingual, monkeypatch):
         time.sleep(0.2)
     result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)
     assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
+
+
+def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
+    texts = ["配置数据库连接池", "The quarterly tax filing is due in April."]
+    fresh = embed.Encoder()
+    first = embed.Encoder(tmp_path)   # loads from the wheel and writes the cache
+    cached = embed.Encoder(tmp_path)  # loads the cache
+    expect = [list(map(float, row)) for batch in fresh.batches(texts) for row in batch]
+    for enc in (first, cached):
+        got = [list(map(float, row)) for batch in enc.batches(texts) for row in batch]
+        assert got == expect
+    assert any(tmp_path.iterdir()) and cached._model._backend.table.__class__.__name__ == "memmap"
+
+
+def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
+    from memrepo.retrieval import vectors
+    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    monkeypatch.setattr(vectors, "COMPACT_AT", 3)
+    enc = embed.Encoder(tmp_path / "model")
+    store = VectorStore(tmp_path / "vectors")
+    docs = [VecDoc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
+    store.rebuild(docs[:2], enc, commit="c1")
+    first = store.meta()["snapshot"]
+    store.apply(docs[2:4], ["m0"], enc, commit="c2")  # 3 lines: still a delta
+    assert store.meta()["snapshot"] == first and store.load().count() == 3
+    store.apply(docs[4:], [], enc, commit="c3")       # past COMPACT_AT: a new snapshot
+    assert store.meta()["snapshot"] != first and store.commit() == "c3"
+    fresh = VectorStore(tmp_path / "vectors").load()
+    assert fresh.count() == 5 and fresh.vector("m0") is None and not fresh.delta
+    assert fresh.top(enc.query(PAIRS[5][2]), 1)[0][0] == "m5"
+    assert [p.name for p in (tmp_path / "vectors").glob("snap-*")] and not list((tmp_path / "vectors").glob(f"{first}.*"))

@@ -289,7 +289,7 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
             _catch_up_vectors(vault, store)
     except VectorsBusy:
         return "building", None, "semantic vectors are being written by another process: keywords only"
-    return "hybrid", (store.load(), embed.shared()), None
+    return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
 
 
 def _catch_up_vectors(vault: Vault, store) -> None:
@@ -314,7 +314,7 @@ def _catch_up_vectors(vault: Vault, store) -> None:
         doc = _read_worktree(vault, path) if is_memory_path(path) else None
         (upserts.append(_vec_doc(doc)) if doc else deletes.append(path.rsplit("/", 1)[-1][:-3]))
     live = {d.id for d in upserts}
-    store.apply(upserts, [d for d in deletes if d not in live], embed.shared(), commit=head, dirty=sorted(dirty))
+    store.apply(upserts, [d for d in deletes if d not in live], embed.shared(embed.user_cache_dir()), commit=head, dirty=sorted(dirty))
 
 
 def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
@@ -323,7 +323,7 @@ def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None =
     head = git.rev_parse(vault.root, "HEAD")
     paths = [p for p in vault.tree_paths() if is_memory_path(p)]
     docs = [_vec_doc(d) for d in (_read_worktree(vault, p) for p in paths) if d is not None]
-    return _vector_store(vault).rebuild(docs, embed.shared(), commit=head, progress=progress,
+    return _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
                                         dirty=sorted(_load_scan(vault).paths))
 
 

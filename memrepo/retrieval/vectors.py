@@ -73,16 +73,16 @@ def _atomic_write(path: Path, data: bytes) -> None:
 class Snapshot:
     """One loaded state: the snapshot's rows (memory-mapped) plus the delta applied on top."""
 
-    def __init__(self, vecs: np.ndarray, ids: np.ndarray, hashes: list[str], codes: dict[str, np.ndarray],
+    def __init__(self, vecs: np.ndarray, ids: np.ndarray, hashes: np.ndarray, codes: dict[str, np.ndarray],
                  vocab: dict[str, list[str]]) -> None:
         self.vecs, self.ids, self.hashes, self.codes, self.vocab = vecs, ids, hashes, codes, vocab
         self.alive = np.ones(len(ids), dtype=bool)
-        self.delta: dict[str, tuple[VecDocMeta, np.ndarray]] = {}
+        self.delta: dict[str, tuple[VecDocMeta | None, np.ndarray | None]] = {}
         self.delta_lines = 0
 
     @classmethod
     def empty(cls) -> Snapshot:
-        return cls(np.zeros((0, embed.DIM), dtype=np.float32), np.array([], dtype="<U1"), [],
+        return cls(np.zeros((0, embed.DIM), dtype=np.float32), np.array([], dtype="<U1"), np.array([], dtype="<U1"),
                    {k: np.zeros(0, dtype=np.int32) for k in ("subject", "status", "layer", "kind")},
                    {k: [] for k in ("subject", "status", "layer", "kind")})
 
@@ -103,11 +103,19 @@ class Snapshot:
             meta = self.delta[memory_id][0]
             return None if meta is None else meta.hash
         i = self._row(memory_id)
-        return None if i < 0 else self.hashes[i]
+        return None if i < 0 else str(self.hashes[i])
+
+    def find_hash(self, text_hash: str) -> np.ndarray | None:
+        """A stored vector of a text with this hash, live or not (one vectorised compare)."""
+        for meta, vec in self.delta.values():
+            if meta is not None and meta.hash == text_hash:
+                return vec
+        rows = np.flatnonzero(self.hashes == text_hash) if len(self.hashes) else ()
+        return self.vecs[rows[0]] if len(rows) else None
 
     def cache(self) -> dict[str, np.ndarray]:
         """Every stored vector by content hash (what a rebuild reuses)."""
-        out = {h: self.vecs[i] for i, h in enumerate(self.hashes)}
+        out = {str(h): self.vecs[i] for i, h in enumerate(self.hashes)}
         out.update({m.hash: v for m, v in self.delta.values() if m is not None})
         return out
 
@@ -117,7 +125,7 @@ class Snapshot:
 
     def items(self) -> Iterator[tuple[str, VecDocMeta, np.ndarray]]:
         for i in np.flatnonzero(self.alive):
-            yield str(self.ids[i]), VecDocMeta(self.hashes[i], *(self.vocab[k][self.codes[k][i]]
+            yield str(self.ids[i]), VecDocMeta(str(self.hashes[i]), *(self.vocab[k][self.codes[k][i]]
                                                                   for k in ("subject", "status", "layer", "kind"))), self.vecs[i]
         for mid, (meta, vec) in self.delta.items():
             if meta is not None:
@@ -259,7 +267,7 @@ class VectorStore:
         vecs = np.load(self.dir / f"{snap}.vecs.npy", mmap_mode="r")
         with np.load(self.dir / f"{snap}.rows.npz", allow_pickle=False) as z:
             ids = z["ids"]
-            hashes = z["hashes"].tolist()
+            hashes = z["hashes"]
             codes = {k: z[f"c_{k}"] for k in ("subject", "status", "layer", "kind")}
             vocab = {k: z[f"v_{k}"].tolist() for k in ("subject", "status", "layer", "kind")}
         s = Snapshot(vecs, ids, hashes, codes, vocab)
@@ -313,46 +321,43 @@ class VectorStore:
         """Append changed and deleted memories to the delta; returns how many texts were encoded."""
         with self.lock():
             s = self.load()
-            cache = None
             lines, encoded = [], 0
             pending = []
             for d in upserts:
                 h = embed.text_hash(d.text)
                 meta = VecDocMeta(h, d.subject, d.status, d.layer, d.kind)
-                if s.hash_of(d.id) == h:
-                    vec = s.vector(d.id)
-                else:
-                    if cache is None:
-                        cache = s.cache()
-                    vec = cache.get(h)
+                vec = s.vector(d.id) if s.hash_of(d.id) == h else s.find_hash(h)
                 if vec is None:
                     pending.append((d, meta))
                 else:
-                    lines.append(self._line(d.id, meta, vec))
+                    lines.append((d.id, meta, vec))
             if pending:
                 vecs = np.concatenate([_unit(b) for b in encoder.batches([d.text for d, _ in pending])])
                 encoded = len(pending)
-                lines += [self._line(d.id, meta, v) for (d, meta), v in zip(pending, vecs)]
-            lines += [json.dumps({"id": mid, "deleted": True}) for mid in deletes]
+                lines += [(d.id, meta, v) for (d, meta), v in zip(pending, vecs)]
+            lines += [(mid, None, None) for mid in deletes]
+            for mid, meta, vec in lines:
+                s._override(mid, meta, vec)
+            s.delta_lines += len(lines)
             m = self.meta()
-            if s.delta_lines + len(lines) > COMPACT_AT:
-                for line in lines:
-                    rec = json.loads(line)
-                    s._override(rec["id"], None if rec.get("deleted") else VecDocMeta(
-                        rec["hash"], rec["subject"], rec["status"], rec["layer"], rec["kind"]),
-                        None if rec.get("deleted") else np.frombuffer(base64.b64decode(rec["vec"]), dtype=np.float32))
+            if s.delta_lines > COMPACT_AT:
                 self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty))
-            else:
-                if lines:
-                    with open(self.dir / f"{m['snapshot']}.delta.jsonl", "a", encoding="utf-8") as fh:
-                        fh.write("".join(line + "\n" for line in lines))
-                m.update(commit=commit, dirty=sorted(dirty))
-                _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
-            self._loaded = None
+                self._loaded = None
+                return encoded
+            delta = self.dir / f"{m['snapshot']}.delta.jsonl"
+            if lines:
+                with open(delta, "a", encoding="utf-8") as fh:
+                    fh.write("".join(self._line(mid, meta, vec) + "\n" for mid, meta, vec in lines))
+            m.update(commit=commit, dirty=sorted(dirty))
+            _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
+            # the loaded state already has the change: keep it for this process's searches
+            self._loaded = ((m["snapshot"], delta.stat().st_size if delta.exists() else 0), s)
             return encoded
 
     @staticmethod
-    def _line(memory_id: str, meta: VecDocMeta, vec) -> str:
+    def _line(memory_id: str, meta: VecDocMeta | None, vec) -> str:
+        if meta is None:
+            return json.dumps({"id": memory_id, "deleted": True})
         data = base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode("ascii")
         return json.dumps({"id": memory_id, "hash": meta.hash, "subject": meta.subject, "status": meta.status,
                            "layer": meta.layer, "kind": meta.kind, "vec": data}, ensure_ascii=False)
