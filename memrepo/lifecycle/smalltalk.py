@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from memrepo.text import ENGLISH_STOPWORDS
+
 MAX_LEFT_WORDS = 2  # content words a small-talk sentence may still carry ("winning that tournament")
 MAX_LEFT_HANZI = 3  # Chinese characters likewise, after function characters are removed
 
@@ -85,25 +87,27 @@ def sentence_kind(sentence: str, names: frozenset[str] = frozenset()) -> str | N
 
     ``names`` (lower case) are the participants' names: "Thanks, Nate!" leaves nothing behind.
     """
-    kind = next((k for k, rx in RULES if rx.search(sentence)), None)
     left = _left_words(sentence, names)
-    if kind is None:
+    if len(left) > MAX_LEFT_WORDS:
+        return None  # says too much to be small talk, whatever it opens with (and no regex run)
+    hanzi = [ch for ch in _HAN_RE.findall(sentence) if ch not in _ZH_FILLER]
+    if _ANY_RULE.search(sentence) is None:
         # no rule, but nothing but conversational words either ("Awesome, Nate!", "So cute!")
-        hanzi = [ch for ch in _HAN_RE.findall(sentence) if ch not in _ZH_FILLER]
         return "back-channel" if not left and not hanzi and _WORD_RE.search(sentence) else None
-    if _HAN_RE.search(sentence):
-        rest = re.sub(RULES_BY_KIND[kind].pattern, "", sentence, flags=re.IGNORECASE)
+    kind = next(k for k, rx in RULES if rx.search(sentence))  # the first rule that applies names it
+    if hanzi:
+        rest = RULES_BY_KIND[kind].sub("", sentence)
         hanzi = [ch for ch in _HAN_RE.findall(rest) if ch not in _ZH_FILLER]
-        return kind if len(hanzi) <= MAX_LEFT_HANZI and len(left) <= MAX_LEFT_WORDS else None
-    return kind if len(left) <= MAX_LEFT_WORDS else None
+        return kind if len(hanzi) <= MAX_LEFT_HANZI else None
+    return kind
 
 
 RULES_BY_KIND = dict(RULES)
+_ANY_RULE = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in RULES), re.IGNORECASE)
 
 
 def _left_words(sentence: str, names: frozenset[str]) -> list[str]:
     """Latin words of a sentence that are neither conversational, stop words nor names."""
-    from memrepo.text import ENGLISH_STOPWORDS
     out = []
     for word in _WORD_RE.findall(sentence):
         w = word.lower().replace("’", "'").split("'")[0]
