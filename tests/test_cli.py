@@ -147,3 +147,15 @@ def test_show_log_why_say_where_a_pending_or_reverted_memory_is(vault, capsys):
     assert code == 3 and f"reverted in {commit[:12]}: memrepo history proj port" in message
     code, _, err = run(capsys, "--vault", str(vault.root), "show", "mem_never")
     assert code == 3 and "no memory 'mem_never'" in err
+
+
+def test_import_lists_bad_lines_in_line_order(vault, tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    lines = ['{"summary": "ok"}'] * 12
+    lines[1] = '{"summary": "s", "kind": "gossip"}'   # a schema problem
+    lines[9] = "not json"                              # a parse problem, found earlier
+    lines[10] = '{"summary": "s", "layer": "L9"}'
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "--vault", str(vault.root), "import", str(src))
+    numbers = [int(line.split(":line ")[1].split(":")[0]) for line in err.splitlines() if ":line " in line]
+    assert code == 5 and numbers == sorted(numbers) and {2, 10, 11} <= set(numbers), err
