@@ -490,7 +490,12 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
            as_json: bool = JsonOpt):
-    """Search active memories (best first); says so honestly when nothing is relevant."""
+    """Search active memories (best first); says so honestly when nothing is relevant.
+
+    SCORE is relevance relative to this query's best hit (the best is 1.000): keyword match
+    (BM25F over summary, body, tags and keys) mixed with meaning where the semantic index is on,
+    times heat from recalls and 'useful' marks. It ranks the hits of one query; it is not a
+    probability and is not comparable across queries."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         if queries is not None:
