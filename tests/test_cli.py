@@ -159,3 +159,23 @@ def test_import_lists_bad_lines_in_line_order(vault, tmp_path, capsys):
     code, _, err = run(capsys, "--vault", str(vault.root), "import", str(src))
     numbers = [int(line.split(":line ")[1].split(":")[0]) for line in err.splitlines() if ":line " in line]
     assert code == 5 and numbers == sorted(numbers) and {2, 10, 11} <= set(numbers), err
+
+
+def test_proposals_all_says_an_applied_proposal_was_rolled_back_or_reverted(vault, capsys):
+    from conftest import git
+
+    from memrepo.review import provenance
+    one = memories.add(vault, {"id": "mem_r1", "subject": "p", "fact": "a", "kind": "constraint", "summary": "s"}, "b")
+    two = memories.add(vault, {"id": "mem_r2", "subject": "p", "fact": "b", "kind": "constraint", "summary": "s"}, "b")
+    applied_one = proposals.apply(vault, one.proposal)
+    applied_two = proposals.apply(vault, two.proposal)
+    rolled = provenance.rollback(vault, "mem_r1", reason="wrong")
+    git(vault.root, "revert", "--no-edit", "-m", "1", applied_two)
+    reverted = git(vault.root, "rev-parse", "HEAD").strip()
+    listed = {p.id: p for p in proposals.list_proposals(vault, include_closed=True)}
+    assert listed[one.proposal].outcome["reverted"]["commit"] == rolled and applied_one
+    assert listed[one.proposal].outcome["reverted"]["action"] == "rollback"
+    assert listed[two.proposal].outcome["reverted"] == {**listed[two.proposal].outcome["reverted"],
+                                                        "commit": reverted, "action": "revert"}
+    code, out, _ = run(capsys, "--vault", str(vault.root), "proposals", "--all")
+    assert code == 0 and f"applied, rolled back in {rolled[:12]}" in out and f"applied, reverted in {reverted[:12]}" in out

@@ -385,7 +385,12 @@ def proposals_list(ctx: typer.Context,
     rows = []
     for p in found:
         outcome = f" ({p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))})" if p.outcome else ""
-        rows.append([p.id, p.status, ", ".join(p.ids), f"{p.reason}{outcome}"])
+        if p.outcome.get("declined"):
+            outcome += f"; declined: {p.outcome['declined']}"
+        undone = p.outcome.get("reverted")
+        status = f"{p.status}, {'rolled back' if undone['action'] == 'rollback' else 'reverted'} in {undone['commit'][:12]}" \
+            if undone else p.status
+        rows.append([p.id, status, ", ".join(p.ids), f"{p.reason}{outcome}"])
     text = table(["PROPOSAL", "STATUS", "MEMORIES", "REASON"], rows) if rows else ""
     _out([p.as_dict() for p in found], as_json, text or ("no proposals" if include_all else "no open proposals"))
 
