@@ -66,3 +66,9 @@ def test_the_check_fails_for_an_undocumented_command():
     for path, command in found:
         assert f"memrepo {' '.join(path)}" not in README
         assert not (command.params[0].help or "")
+
+
+@pytest.mark.parametrize("path, command", [(p, c) for p, c in COMMANDS if not hasattr(c, "commands") or c.callback],
+                         ids=[" ".join(p) for p, c in COMMANDS if not hasattr(c, "commands") or c.callback])
+def test_every_command_takes_json(path, command):
+    assert any("--json" in p.opts for p in command.params), f"memrepo {' '.join(path)} has no --json"

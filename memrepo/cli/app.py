@@ -397,12 +397,13 @@ def proposals_list(ctx: typer.Context,
 
 @proposals_app.command("push")
 def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
-                   remote: str = typer.Option("origin", help="Git remote to push to.")):
+                   remote: str = typer.Option("origin", help="Git remote to push to."), as_json: bool = JsonOpt):
     """Push a proposal branch so the team can open a pull request (never forced)."""
     from memrepo.review import proposals
     with _vault() as vault:
         branch = proposals.push_proposal(vault, proposal_id, remote=remote)
-    typer.echo(f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+    _out({"proposal": proposal_id, "branch": branch, "remote": remote}, as_json,
+         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
 
 
 @app.command()
@@ -801,12 +802,12 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
-def hooks_install():
+def hooks_install(as_json: bool = JsonOpt):
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
     from memrepo.review import hooks
     with _vault() as vault:
-        for line in hooks.install(vault.root):
-            typer.echo(line)
+        lines = list(hooks.install(vault.root))
+    _out({"installed": lines}, as_json, "\n".join(lines))
 
 
 @hook_app.command("pre-commit")
