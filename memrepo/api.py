@@ -41,6 +41,7 @@ _OWNERS = {
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
     "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
     "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
+    "prune": "memrepo.agents.prune", "save_evidence": "memrepo.agents.evidence", "get_evidence": "memrepo.agents.evidence",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }

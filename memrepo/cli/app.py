@@ -570,6 +570,51 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     _out(result.as_dict(), as_json, "\n".join(lines))
 
 
+@app.command()
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+          keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
+          soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
+          head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
+          tail: int = typer.Option(1500, "--tail", help="Characters kept from the end of a trimmed result."),
+          hard_ratio: float = typer.Option(0.5, "--hard-ratio", help="Still above this share of the original size: clear the oldest results."),
+          as_json: bool = JsonOpt):
+    """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
+    from memrepo.agents import prune as svc
+    from memrepo.errors import UsageError
+    text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
+    options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
+    with _vault() as vault:
+        result = svc.prune(vault, data, options)
+    if as_json:
+        _out({"transcript": result.transcript, **result.report()}, True)
+        return
+    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
+               f"cleared {len(result.cleared)} tool results"
+               + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
+    for r in result.trimmed + result.cleared:
+        typer.echo(f"  message {r['message']}: {r['chars']:,} characters -> {r['evidence']}", err=True)
+    for pointer in result.outside_git:
+        typer.echo(f"  {pointer} is over the evidence size cap: kept in .memrepo/evidence/, not in git", err=True)
+
+
+@app.command()
+def evidence(pointer: str = typer.Argument(..., metavar="POINTER", help="evidence:<sha256 prefix> or the bare hex prefix."),
+             as_json: bool = JsonOpt):
+    """Print the full text a pruned tool result or a memory's evidence pointer names."""
+    from memrepo.agents import evidence as svc
+    with _vault() as vault:
+        found = svc.get_evidence(vault, pointer)
+    if as_json:
+        _out({"pointer": found.pointer, "sha256": found.sha, "path": found.path, "text": found.text}, True)
+    else:
+        typer.echo(found.text, nl=not found.text.endswith("\n"))
+
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
