@@ -615,6 +615,15 @@ def evidence(pointer: str = typer.Argument(..., metavar="POINTER", help="evidenc
         typer.echo(found.text, nl=not found.text.endswith("\n"))
 
 
+@app.command()
+def mcp(vault: Optional[str] = typer.Option(None, "--vault", help="Vault to serve (default: the global --vault, or found as git does).")):
+    """Run the MCP server on stdio (tools: memory_recall, memory_search, memory_get, memory_write, ...).
+
+    --agent NAME (global, before or after the command) is recorded as the author of writes."""
+    from memrepo.mcp.server import serve
+    serve(vault or state.vault_path, state.agent)
+
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
