@@ -183,9 +183,21 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal)."""
     from memrepo.review import writes as memories
+    if from_ is not None:
+        from memrepo.agents import openclaw
+        from memrepo.errors import UsageError
+        if from_ != "openclaw":
+            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+        with _vault() as vault:
+            found = openclaw.import_openclaw(vault, file, author=author)
+        _out(found.as_dict(), as_json, f"imported {len(found.imported)} memories from {file} ("
+             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
+             + (f" -> commit {found.commit[:12]}" if found.commit else ""))
+        return
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -622,6 +634,33 @@ def mcp(vault: Optional[str] = typer.Option(None, "--vault", help="Vault to serv
     --agent NAME (global, before or after the command) is recorded as the author of writes."""
     from memrepo.mcp.server import serve
     serve(vault or state.vault_path, state.agent)
+
+
+@app.command()
+def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folder) or jsonl (the import format)."),
+           target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
+           as_json: bool = JsonOpt):
+    """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
+    from memrepo.agents import openclaw
+    from memrepo.errors import UsageError
+    if to == "jsonl":
+        with _vault() as vault:
+            lines = list(openclaw.export_jsonl(vault))
+        if target is None:
+            for line in lines:
+                typer.echo(line)
+        else:
+            target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            _out({"file": str(target), "memories": len(lines)}, as_json, f"wrote {len(lines)} memories to {target}")
+        return
+    if to != "openclaw":
+        raise UsageError(f"--to {to}: use openclaw or jsonl")
+    if target is None:
+        raise UsageError("give the OpenClaw workspace folder: memrepo export --to openclaw WORKSPACE")
+    with _vault() as vault:
+        result = openclaw.export_openclaw(vault, target)
+    _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
 
 
 # ------------------------------------------------------------------ hooks

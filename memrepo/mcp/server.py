@@ -51,7 +51,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     """An MCP server for the vault at ``vault_path`` (found as the CLI finds it when None)."""
     state = Memory(vault_path, agent)
     vault = state.vault
-    server = FastMCP("memrepo", instructions=INSTRUCTIONS)
+    server = FastMCP("memrepo", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
     def memory_recall(text: str, budget: int = 4000, session: str | None = None,
