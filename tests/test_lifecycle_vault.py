@@ -410,7 +410,7 @@ def test_second_nightly_run_at_once_says_another_is_in_progress(vault, capsys):
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(Busy, match="another nightly run"):
             api.nightly(vault, now=NOW)
-        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 1
+        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 75  # busy: retry later
         assert "another nightly run is still in progress" in capsys.readouterr().err
     finally:
         holder.communicate("done\n", timeout=10)
