@@ -435,11 +435,15 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 @app.command()
 def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index from the memory files."""
+    """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
-    _out({"indexed": count}, as_json, f"indexed {count} memories")
+        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
+         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
 
 @app.command()
@@ -471,13 +475,14 @@ def distill(now: Optional[str] = NowOpt,
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
-        lines += [f"dropped: {n['reason']}, {n['days']} days: {n['example']} ({', '.join(n['members'][:5])})"
+        lines += [f"dropped ({n['days']} days{', ' + n['speaker'].title() if n['speaker'] else ''}): {n['reason']}: "
+                  f"{n['example']} ({', '.join(n['members'][:3])}, …)"
                   for n in report.near_misses]
     lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
     if report.small_talk:
-        lines.append(f"left out {report.small_talk} small-talk entries")
+        lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
