@@ -64,7 +64,7 @@ def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | 
         problems += found
         if row is not None:
             rows.append(row)
-            if high_risk is not None and row.status == "active" and gate.high_risk_reason(meta, vault.config):
+            if high_risk is not None and not found and row.status == "active" and gate.high_risk_reason(meta, vault.config):
                 high_risk[row.id] = rel
     return rows, problems
 

@@ -16,7 +16,7 @@ from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
 from memrepo.store import git
-from memrepo.store.checks import Overlay, Row, check_memory, check_rows, check_scope
+from memrepo.store.checks import Overlay, Row, check_memory, check_rows, check_scope, text_problems
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
@@ -93,6 +93,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     """Write one memory: low risk commits to main as active, high risk opens a proposal."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
+    unwritable = text_problems(memory)
+    if unwritable:
+        raise InvalidMemory(unwritable, "nothing was written")
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
@@ -227,7 +230,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     line_of: dict[str, int] = {}
     good: list[Memory] = []
     for i, (n, memory) in enumerate(items, start=1):
-        found = check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.
