@@ -73,7 +73,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta = {k: normalise_timestamp(v) for k, v in fields.items() if v not in (None, (), [])}
     layer = meta.setdefault("layer", "L1")
     meta.setdefault("id", new_id())
-    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event"))
+    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event") if isinstance(layer, str) else "event")
     meta.setdefault("subject", DEFAULT_SUBJECT)
     if not meta.get("summary"):
         meta["summary"] = summary_from(body)
@@ -83,8 +83,8 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
     for key in ("tags", "links", "evidence", "affects"):
-        if key in meta and isinstance(meta[key], list | tuple):
-            meta[key] = list(dict.fromkeys(meta[key]))
+        if key in meta and isinstance(meta[key], list | tuple) and all(isinstance(v, str) for v in meta[key]):
+            meta[key] = list(dict.fromkeys(meta[key]))  # other items: the schema refuses them
     return Memory(meta, body)
 
 
