@@ -11,35 +11,151 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.")
+from memrepo.cli.output import hoist_globals
+
+# Global options taking a value, accepted before or after the sub-command (as --json is).
+GLOBAL_OPTIONS = ("--vault", "--agent")
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
+    "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
+    "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
+    "--json an error is {\"error\": {\"code\", \"message\", \"problems\"}} on stdout."
+)
+
+
+class State:
+    vault_path: Optional[str] = None
+    agent: Optional[str] = None
+    json: bool = False
+
+
+state = State()
+
+
+class MemrepoGroup(TyperGroup):
+    """The one place where failures become messages and exit codes (memrepo.errors names them).
+
+    Every command, whoever adds it, gets this without code of its own: a ``MemrepoError`` is
+    one line on stderr (or, with ``--json``, ``{"error": ...}`` on stdout) and its exit code;
+    a usage error exits 2. ``--vault`` and ``--json`` may stand anywhere on the line."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        code = self.run(list(sys.argv[1:] if args is None else args), prog_name or "memrepo", complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def run(self, args: list[str], prog_name: str, complete_var, **extra) -> int:
+        from memrepo.cli import output
+        from memrepo.errors import MemrepoError
+        as_json, front, rest = hoist_globals(args, GLOBAL_OPTIONS)
+        state.json, state.vault_path, state.agent = as_json, None, None
+        path_end, command = self.resolve(rest)
+        if command is not self:
+            strict_options(command)
+        takes_json = command is not self and any("--json" in getattr(p, "opts", ()) for p in command.params)
+        argv = front + rest[:path_end] + (["--json"] if as_json and takes_json else []) + rest[path_end:]
+        output.show_warnings()
+        try:
+            rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except MemrepoError as e:
+            return output.report_error(e, as_json=state.json)
+        except typer.Exit as e:
+            return e.exit_code
+        except (typer.Abort, KeyboardInterrupt):
+            if not state.json:
+                typer.echo("aborted", err=True)
+            return 130
+        except OSError as e:
+            return output.report_os_error(e, as_json=state.json)
+        except Exception as e:  # typer's usage errors (bad option, missing argument, BadParameter)
+            if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+                return output.report_usage(e, as_json=state.json)
+            raise
+        return rv if isinstance(rv, int) else 0
+
+    def resolve(self, rest: list[str]):
+        """Where the command path ends in ``rest`` and the command it names (self if none)."""
+        path_end, command = 0, self
+        for i, arg in enumerate(rest):
+            if arg.startswith("-"):
+                continue
+            found = getattr(command, "commands", {}).get(arg)
+            if found is None:
+                break
+            path_end, command = i + 1, found
+            if not hasattr(found, "commands"):
+                break
+        return path_end, command
+
+
+# An option whose parameter has one of these names is checked, in every command: enum values
+# against the schema (with "did you mean"), dates as a date or a date-time with a zone.
+ENUM_PARAMS = ("layer", "kind", "status", "source")
+DATE_PARAMS = ("since", "until", "expires", "now")
+
+
+def strict_options(command) -> None:
+    """Give ``command``'s enum and date options their check (a bad value is a usage error, 2)."""
+    from memrepo import model
+    for param in command.params:
+        if param.name in ENUM_PARAMS:
+            check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
+        elif param.name in DATE_PARAMS:
+            check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
+        else:
+            continue
+        param.callback = _chained(param.callback, check)
+
+
+def _chained(before, check):
+    def callback(ctx, param, value):
+        value = before(ctx, param, value) if before else value
+        for item in value if isinstance(value, list | tuple) else [value]:
+            checked = check(item)
+        if param.name == "expires" and value is not None:  # the front matter keeps a date-time
+            return checked.isoformat()
+        return value
+    return callback
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from memrepo import __version__
+        typer.echo(f"memrepo {__version__}")
+        raise typer.Exit(0)
+
+
+app = typer.Typer(cls=MemrepoGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.",
+                  epilog=EXIT_CODES_HELP)
 proposals_app = typer.Typer(help="List open review proposals, or push one for a pull request.",
                             invoke_without_command=True, rich_markup_mode=None)
 hooks_app = typer.Typer(help="Install or run memrepo's git hooks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
-app.add_typer(hook_app, name="hook")
+app.add_typer(hook_app, name="hook", hidden=True)
 
-JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
-
-
-class State:
-    vault_path: Optional[str] = None
-    agent: Optional[str] = None
-
-
-state = State()
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
 
 @app.callback()
 def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_VAULT",
                                               help="Vault to use (default: found from the current directory, as git does)."),
           agent: Optional[str] = typer.Option(None, "--agent", envvar="MEMREPO_AGENT",
-                                              help="The agent acting (before or after the command): its private memories, its proposals.")):
+                                              help="The agent acting (before or after the command): its private memories, its proposals."),
+          as_json: bool = typer.Option(False, "--json", help="JSON output and JSON errors (also accepted after the command)."),
+          version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                       help="Print memrepo's version and exit.")):
     import os
     state.vault_path = vault
+    state.json = state.json or as_json
     state.agent = None
     if agent:
         from memrepo.team import scopes
@@ -151,6 +267,11 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
             rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
     text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
                      f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    if not rows and not as_json and (subject or fact):
+        with _vault() as vault:
+            what = [f"{name} {value!r}" for name, value in (("subject", subject), ("fact", fact))
+                    if value and not vault.list(**{name: value})]
+        text = f"no memory has {' or '.join(what)}" if what else text
     _out(rows, as_json, text or "no memories match")
 
 
@@ -188,9 +309,21 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal)."""
     from memrepo.review import writes as memories
+    if from_ is not None:
+        from memrepo.agents import openclaw
+        from memrepo.errors import UsageError
+        if from_ != "openclaw":
+            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+        with _vault() as vault:
+            found = openclaw.import_openclaw(vault, file, author=author)
+        _out(found.as_dict(), as_json, f"imported {len(found.imported)} memories from {file} ("
+             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
+             + (f" -> commit {found.commit[:12]}" if found.commit else ""))
+        return
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -350,11 +483,15 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 @app.command()
 def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index from the memory files."""
+    """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
-    _out({"indexed": count}, as_json, f"indexed {count} memories")
+        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
+         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
 
 @app.command()
@@ -386,13 +523,14 @@ def distill(now: Optional[str] = NowOpt,
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
-        lines += [f"dropped: {n['reason']}, {n['days']} days: {n['example']} ({', '.join(n['members'][:5])})"
+        lines += [f"dropped ({n['days']} days{', ' + n['speaker'].title() if n['speaker'] else ''}): {n['reason']}: "
+                  f"{n['example']} ({', '.join(n['members'][:3])}, …)"
                   for n in report.near_misses]
     lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
     if report.small_talk:
-        lines.append(f"left out {report.small_talk} small-talk entries")
+        lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
@@ -464,18 +602,18 @@ def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--qu
 
 @app.command()
 def schedule(install: bool = typer.Option(False, "--install", help="Write it for the current user."),
-             kind: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
+             timer: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
     from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=timer, at=at):
                 typer.echo(line)
             return
-        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
-    _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
+        files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
+    _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
 
 
 # ---- agents: recall, context, flush, prune, evidence, mcp, export
@@ -592,6 +730,87 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     _out(result.as_dict(), as_json, "\n".join(lines))
 
 
+@app.command()
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+          keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
+          soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
+          head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
+          tail: int = typer.Option(1500, "--tail", help="Characters kept from the end of a trimmed result."),
+          hard_ratio: float = typer.Option(0.5, "--hard-ratio", help="Still above this share of the original size: clear the oldest results."),
+          as_json: bool = JsonOpt):
+    """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
+    from memrepo.agents import prune as svc
+    from memrepo.errors import UsageError
+    text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
+    options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
+    with _vault() as vault:
+        result = svc.prune(vault, data, options)
+    if as_json:
+        _out({"transcript": result.transcript, **result.report()}, True)
+        return
+    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
+               f"cleared {len(result.cleared)} tool results"
+               + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
+    for r in result.trimmed + result.cleared:
+        typer.echo(f"  message {r['message']}: {r['chars']:,} characters -> {r['evidence']}", err=True)
+    for pointer in result.outside_git:
+        typer.echo(f"  {pointer} is over the evidence size cap: kept in .memrepo/evidence/, not in git", err=True)
+
+
+@app.command()
+def evidence(pointer: str = typer.Argument(..., metavar="POINTER", help="evidence:<sha256 prefix> or the bare hex prefix."),
+             as_json: bool = JsonOpt):
+    """Print the full text a pruned tool result or a memory's evidence pointer names."""
+    from memrepo.agents import evidence as svc
+    with _vault() as vault:
+        found = svc.get_evidence(vault, pointer)
+    if as_json:
+        _out({"pointer": found.pointer, "sha256": found.sha, "path": found.path, "text": found.text}, True)
+    else:
+        typer.echo(found.text, nl=not found.text.endswith("\n"))
+
+
+@app.command()
+def mcp(vault: Optional[str] = typer.Option(None, "--vault", help="Vault to serve (default: the global --vault, or found as git does).")):
+    """Run the MCP server on stdio (tools: memory_recall, memory_search, memory_get, memory_write, ...).
+
+    --agent NAME (global, before or after the command) is recorded as the author of writes."""
+    from memrepo.mcp.server import serve
+    serve(vault or state.vault_path, state.agent)
+
+
+@app.command()
+def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folder) or jsonl (the import format)."),
+           target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
+           as_json: bool = JsonOpt):
+    """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
+    from memrepo.agents import openclaw
+    from memrepo.errors import UsageError
+    if to == "jsonl":
+        with _vault() as vault:
+            lines = list(openclaw.export_jsonl(vault))
+        if target is None:
+            for line in lines:
+                typer.echo(line)
+        else:
+            target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            _out({"file": str(target), "memories": len(lines)}, as_json, f"wrote {len(lines)} memories to {target}")
+        return
+    if to != "openclaw":
+        raise UsageError(f"--to {to}: use openclaw or jsonl")
+    if target is None:
+        raise UsageError("give the OpenClaw workspace folder: memrepo export --to openclaw WORKSPACE")
+    with _vault() as vault:
+        result = openclaw.export_openclaw(vault, target)
+    _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
@@ -622,36 +841,10 @@ def hook_pre_merge_commit():
     hook_pre_commit()
 
 
-GLOBAL_AFTER = ("--agent",)  # global options also accepted after the sub-command
-
-
-def _globals_first(argv: list[str]) -> list[str]:
-    """Move ``--agent NAME`` (or ``--agent=NAME``) from anywhere before ``--`` to the front,
-    so the global option works before or after the sub-command."""
-    front, rest = [], []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--":
-            rest += [arg, *args]
-            break
-        if arg in GLOBAL_AFTER:
-            front += [arg, next(args, "")]
-        elif arg.startswith(tuple(f"{g}=" for g in GLOBAL_AFTER)):
-            front.append(arg)
-        else:
-            rest.append(arg)
-    return front + rest
-
-
 def _command_name(argv: list[str]) -> str | None:
-    """The sub-command named on the command line (after the global options), if any."""
-    args = iter(argv)
-    for arg in args:
-        if arg in ("--vault", *GLOBAL_AFTER):
-            next(args, None)
-        elif not arg.startswith(("--vault=", *(f"{g}=" for g in GLOBAL_AFTER))):
-            return None if arg.startswith("-") else arg
-    return None
+    """The sub-command named on the command line, if any."""
+    rest = hoist_globals(argv, GLOBAL_OPTIONS)[2]
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -661,40 +854,14 @@ def _app_for(argv: list[str]) -> typer.Typer:
     found = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
     if not found:
         return app
-    small = typer.Typer(add_completion=False, rich_markup_mode=None, help=app.info.help)
+    small = typer.Typer(cls=MemrepoGroup, add_completion=False, rich_markup_mode=None, help=app.info.help,
+                        epilog=EXIT_CODES_HELP)
     small.registered_callback = app.registered_callback
     small.registered_commands = found
     return small
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: maps library errors to messages and exit codes in one place."""
-    from memrepo.errors import InvalidMemory, MemrepoError
-    argv = _globals_first(sys.argv[1:] if argv is None else list(argv))
-    try:
-        rv = _app_for(argv)(args=argv, standalone_mode=False, prog_name="memrepo")
-    except MemrepoError as e:
-        if isinstance(e, InvalidMemory):
-            for p in e.problems:
-                typer.echo(str(p), err=True)
-            if str(e).splitlines()[-1:] and len(str(e).splitlines()) > len(e.problems):
-                typer.echo(str(e).splitlines()[-1], err=True)
-        else:
-            typer.echo(f"error: {e}", err=True)
-        return e.exit_code
-    except typer.Exit as e:
-        return e.exit_code
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 130
-    except KeyboardInterrupt:
-        return 130
-    except OSError as e:  # a file or directory the user named (or the disk) failed us
-        typer.echo(f"error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", err=True)
-        return 1
-    except Exception as e:  # click usage errors come through here
-        if hasattr(e, "show") and hasattr(e, "exit_code"):
-            e.show()
-            return e.exit_code
-        raise
-    return rv if isinstance(rv, int) else 0
+    """Console entry point; :class:`MemrepoGroup` maps every error to its message and exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return typer.main.get_command(_app_for(argv)).main(args=argv, prog_name="memrepo", standalone_mode=False)

@@ -6,19 +6,30 @@ builds :class:`Entry` values from memory files, calls :func:`find_patterns` (L1 
 
 Matching is linear-ish, never all-pairs:
 
-1. every entry becomes a unit TF-IDF vector over :func:`content_terms` of its summary (counted
-   twice: it is the entry's gist) and body, plus pseudo-terms for its ``subject/fact`` key and
-   its tags;
-2. each entry is put into the buckets of its *signature*: its rarest terms, taken until the
+0. small talk is left out (:mod:`memrepo.lifecycle.smalltalk`): greeting, thanks, farewell …
+   sentences go, and in a conversation turn so do sentences about the listener; an entry with
+   nothing left is not matched at all (``--explain`` groups them by kind);
+1. every entry becomes a unit TF-IDF vector over :func:`content_terms` of its remaining
+   summary (counted twice: it is the entry's gist) and body, plus pseudo-terms for its
+   ``subject/fact`` key and its tags (not ``speaker-*``/``session-*``); terms on
+   ``common_day_share`` of the days or more are dropped (they recur everywhere, so they say
+   nothing about *which* thing recurs), and an entry left with fewer than two content words
+   is left out too;
+2. each entry is put into the buckets of its *signature* — its rarest terms, taken until the
    rest of its vector could no longer reach ``similarity`` (prefix filtering), plus its fact
-   key. Inside a bucket an entry is compared only with its ``bucket_cap`` predecessors in
-   time, and terms held by more than ``max_df`` of the entries are dropped after
-   normalising (they dilute, never match), so the work is at most
-   ``N · signature_size · bucket_cap`` comparisons;
-3. pairs scoring at least ``similarity`` (cosine, plus bonuses for a shared fact key and
-   shared tags) are joined with union-find;
-4. a cluster seen on ``min_occurrences`` distinct days (or sessions) becomes a candidate,
-   unless a :class:`KnownPattern` already covers it (idempotence, reinforcements).
+   key — one set of buckets per speaker (``speaker-*`` tag, ``Name:`` label, ``author``), so
+   two people saying the same thing never join. Inside a bucket an entry is compared only
+   with its ``bucket_cap`` predecessors in time, and terms held by more than ``max_df`` of
+   the entries are dropped after normalising (they dilute, never match), so the work is at
+   most ``N · signature_size · bucket_cap`` comparisons;
+3. pairs sharing :data:`MIN_SHARED_WORDS` content words (or a fact key) and scoring at least
+   ``similarity`` (cosine, plus bonuses for a shared fact key and shared tags) are joined with
+   union-find; chained clusters are split until coherent;
+4. a cluster seen on ``min_occurrences`` distinct days (or sessions) whose members share
+   content becomes a candidate, unless a :class:`KnownPattern` already covers it (idempotence,
+   reinforcements). It reads as a statement (the speaker and the member sentence nearest the
+   cluster's centroid), is scored by its evidence (days, similarity, shared words), and the
+   best ``max_per_subject`` per subject (``max_per_run`` in all) are returned; the rest wait.
 
 English and Chinese paraphrases match within their language; across languages only a shared
 fact key (or shared tags) joins them: there is no dictionary or translation here.
@@ -48,6 +59,7 @@ _ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧
 _FACT_PREFIX = "@fact:"
 _TAG_PREFIX = "#"
 _STRUCTURAL_TAGS = ("speaker-", "session-")
+_NOT_SMALL_TALK = ("about the listener", "no content words")  # left out, but not for being small talk
 _STOPWORDS = ENGLISH_STOPWORDS | CONVERSATIONAL
 _STOP_STEMS = frozenset(stem(w) for w in CONVERSATIONAL)  # "likes" as well as "like"
 _POSSESSIVE_RE = re.compile(r"['’]s\b", re.IGNORECASE)
@@ -292,13 +304,17 @@ def _prepare(entries: Iterable[Entry], *, now: datetime,
             outside += 1
             continue
         speaker = speaker_of(entry)
-        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names)
-        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names)
+        turn = bool(speaker) and speaker != (entry.author or "")  # a conversation turn
+        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names, turn=turn)
+        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names, turn=turn)
         day = when.date().isoformat()
         if not summary and not body and not entry.fact:
             chatter.append(_Chatter(entry, day, speaker.lower(), tuple(kinds_s + kinds_b)))
             continue
         counts = _term_counts(entry, " ".join(summary), " ".join(body))
+        if not counts and turn:  # "Yes, me too!" in a conversation: nothing to recur
+            chatter.append(_Chatter(entry, day, speaker.lower(), ("no content words",)))
+            continue
         if not counts:
             skipped.append(Skipped(entry.id, "no content terms in summary or body"))
             continue
@@ -717,7 +733,8 @@ def _near_misses(docs: Sequence[_Doc], weights: Sequence[dict[str, float]], df: 
     for (speaker, kind), group in sorted(by_kind.items()):
         days = sorted({c.day for c in group})
         if len(days) >= min_occurrences:
-            out.append({"reason": f"small talk ({kind})", "speaker": speaker or None, "days": len(days),
+            reason = (f"not about the speaker ({kind})" if kind in _NOT_SMALL_TALK else f"small talk ({kind})")
+            out.append({"reason": reason, "speaker": speaker or None, "days": len(days),
                         "members": [c.entry.id for c in group][:12],
                         "example": _clip(group[0].entry.summary or group[0].entry.body, 100)})
     taken = {m for c in (*candidates, *capped) for m in c.members}
@@ -785,7 +802,8 @@ def _shared_fact(group: Sequence[_Doc]) -> str | None:
 
 def _shared_tags(group: Sequence[_Doc]) -> tuple[str, ...]:
     """Tags carried by at least half the members (and two), sorted."""
-    tags = Counter(t for d in group for t in set(d.entry.tags or ()))
+    # a session tag says when, not what: the pattern spans sessions
+    tags = Counter(t for d in group for t in set(d.entry.tags or ()) if not str(t).startswith("session-"))
     need = max(2, math.ceil(len(group) / 2))
     return tuple(sorted(t for t, c in tags.items() if c >= need))
 
