@@ -146,7 +146,7 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
             problems.append(Problem(row.path, "status", (
                 f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
                 "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
-                "deliberately with 'git commit --no-verify'")))
+                "deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
 
 

@@ -73,7 +73,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta = {k: normalise_timestamp(v) for k, v in fields.items() if v not in (None, (), [])}
     layer = meta.setdefault("layer", "L1")
     meta.setdefault("id", new_id())
-    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event"))
+    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event") if isinstance(layer, str) else "event")
     meta.setdefault("subject", DEFAULT_SUBJECT)
     if not meta.get("summary"):
         meta["summary"] = summary_from(body)
@@ -83,14 +83,17 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
     for key in ("tags", "links", "evidence", "affects"):
-        if key in meta and isinstance(meta[key], list | tuple):
-            meta[key] = list(dict.fromkeys(meta[key]))
+        if key in meta and isinstance(meta[key], list | tuple) and all(isinstance(v, str) for v in meta[key]):
+            meta[key] = list(dict.fromkeys(meta[key]))  # other items: the schema refuses them
     return Memory(meta, body)
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
-        push: bool = False, remote: str = "origin") -> WriteResult:
-    """Write one memory: low risk commits to main as active, high risk opens a proposal."""
+        push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
+    """Write one memory: low risk commits to main as active, high risk opens a proposal.
+
+    ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
+    write into a long-term layer, for instance."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
     unwritable = text_problems(memory)
@@ -101,6 +104,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         vault.require_main_checkout()
         catalog = vault.catalog()
         decision = risk.assess(memory.meta, catalog, vault.config)
+        if review:
+            decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
+                                     decision.supersedes)
         status = "pending_review" if decision.high else "active"
         memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
                                supersedes=decision.supersedes.id if decision.supersedes else None)
