@@ -82,7 +82,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("author", author)
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
-    for key in ("tags", "links", "evidence", "affects"):
+    for key in ("tags", "links", "cites", "evidence", "affects"):
         if key in meta and isinstance(meta[key], list | tuple):
             meta[key] = list(dict.fromkeys(meta[key]))
     return Memory(meta, body)
@@ -96,20 +96,25 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
-        catalog = vault.catalog()
-        decision = risk.assess(memory.meta, catalog, vault.config)
-        status = "pending_review" if decision.high else "active"
-        memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
-                               supersedes=decision.supersedes.id if decision.supersedes else None)
-        if decision.high:
-            from memrepo.review import proposals
-            _check_alone(vault, memory)
-            proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
-            return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
-                               decision.level, decision.reason, memory.supersedes)
-        writes = [memory] + _superseded(vault, decision.supersedes, memory)
-        vault.check_new(writes)
-        result = vault.commit(writes=writes, message=message_for("add", memory))
+        return write_locked(vault, memory, push=push, remote=remote)
+
+
+def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin") -> WriteResult:
+    """The rest of :func:`add` for a caller that already holds the vault lock on main."""
+    catalog = vault.catalog()
+    decision = risk.assess(memory.meta, catalog, vault.config)
+    status = "pending_review" if decision.high else "active"
+    memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
+                           supersedes=decision.supersedes.id if decision.supersedes else None)
+    if decision.high:
+        from memrepo.review import proposals
+        _check_alone(vault, memory)
+        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
+        return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
+                           decision.level, decision.reason, memory.supersedes)
+    writes = [memory] + _superseded(vault, decision.supersedes, memory)
+    vault.check_new(writes)
+    result = vault.commit(writes=writes, message=message_for("add", memory))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
 

@@ -333,3 +333,9 @@ def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000
 def exists(root: Path, rev_path: str) -> bool:
     """True when ``REV:path`` names an object."""
     return bool(run(root, "rev-parse", "-q", "--verify", rev_path, check=False).strip())
+
+
+def grep_files(root: Path, rev: str, pattern: str, paths: Iterable[str]) -> list[str]:
+    """Paths (in ``rev``) of files under ``paths`` with a line matching the extended regex."""
+    out = run(root, "grep", "-l", "-z", "-E", "-e", pattern, rev, "--", *paths, check=False)
+    return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
