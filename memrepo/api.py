@@ -40,6 +40,7 @@ _OWNERS = {
     "nightly": "memrepo.lifecycle.nightly",
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
     "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
+    "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
     "propose": "memrepo.team.propose", "policy_for": "memrepo.team.propose",

@@ -25,6 +25,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "supersede_is_high": True,
         "high_tags": [],
     },
+    # The pre-compaction flush: entries are "short, hard, reusable"; raw text goes to evidence.
+    "flush": {"section_chars": 1200, "entry_chars": 4000, "section_lines": 20},
+    # Tool results kept as evidence: larger files stay out of git, in .memrepo/evidence/.
+    "evidence": {"max_file_bytes": 1048576},
     # Nightly distill (L1 -> L2): entries saying the same thing on min_occurrences distinct days
     # (count_by: day, session or day_or_session) within window_days; similarity is the score
     # two entries need to be joined (memrepo.lifecycle.distill.find_patterns).

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app
@@ -14,9 +13,6 @@ from memrepo.review import writes as memories
 
 runner = CliRunner()
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 def commit(root, *args: str) -> subprocess.CompletedProcess:

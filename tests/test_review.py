@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app
@@ -19,9 +19,6 @@ from memrepo.store.vault import Vault
 
 runner = CliRunner()
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 def snapshot(vault) -> dict:

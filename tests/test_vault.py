@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app, main
@@ -29,9 +29,6 @@ def tracked_memories(vault) -> list[str]:
     return [p for p in git(vault.root, "ls-tree", "-r", "--name-only", "main", "memories").splitlines()
             if p.endswith(".md")]
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 # ----------------------------------------------------------------- init

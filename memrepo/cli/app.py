@@ -531,6 +531,45 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
         typer.echo(packed.text)
 
 
+@app.command()
+def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction cycle id: a cycle is flushed at most once (per session)."),
+          session: Optional[str] = typer.Option(None, help="Agent session the entries come from."),
+          skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
+          show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
+          lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          as_json: bool = JsonOpt):
+    """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
+    from memrepo.agents import flush as svc
+    from memrepo.errors import UsageError
+    if show_prompt:
+        from memrepo.errors import VaultNotFound
+        try:
+            vault = _vault()
+        except VaultNotFound:
+            vault = None
+        typer.echo(svc.flush_prompt(lang, vault), nl=False)
+        return
+    if not cycle:
+        raise UsageError("--cycle ID is required: the runtime's compaction cycle (a cycle is flushed at most once)")
+    text = _stdin_text()
+    with _vault() as vault:
+        result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    if result.silent:
+        return
+    if result.reason == "cycle already flushed":
+        _out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {result.commit[:12]}; nothing written")
+        return
+    lines = [f"flushed {len(result.active)} entr{'y' if len(result.active) == 1 else 'ies'} to the daily log"
+             + (f" in {result.commit[:12]}" if result.commit else "")]
+    lines += [f"  {i} active" for i in result.active]
+    if result.proposal:
+        lines.append(f"  {', '.join(result.pending_review)} pending_review -> proposal {result.proposal} "
+                     f"(review: memrepo review {result.proposal})")
+    _out(result.as_dict(), as_json, "\n".join(lines))
+
+
 # ---- team: proposals to the shared pool, citations, sync
 
 @app.command()

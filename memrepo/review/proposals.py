@@ -182,7 +182,7 @@ def _closed_ref(vault: Vault, pid: str) -> str | None:
 
 def _refs(vault: Vault, pattern: str) -> list[tuple[str, str]]:
     out = git.run(vault.root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
-    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+    return [(name, sha) for name, sha in (line.split("\t", 1) for line in out.splitlines() if line)]
 
 
 def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.LogEntry]:

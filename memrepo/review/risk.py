@@ -52,7 +52,7 @@ def assess(meta: Mapping[str, Any], view: Rows, config: Config) -> Decision:
         reasons.append(f"tagged {', '.join(sorted(hot_tags))}")
     if reasons:
         return Decision("high", "; ".join(reasons), old)
-    kind = meta.get("kind")
+    kind = str(meta.get("kind"))
     why = {"checkpoint": "task checkpoint", "preference": "low-impact preference"}.get(
         kind, f"low-impact {kind} from {meta.get('source')}")
     if old is not None:

@@ -36,7 +36,7 @@ class WriteResult:
     supersedes: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "path": self.path, "status": self.status}
+        out: dict[str, Any] = {"id": self.id, "path": self.path, "status": self.status}
         out["commit" if self.commit else "proposal"] = self.commit or self.proposal
         if self.commit and self.proposal:
             out["proposal"] = self.proposal

@@ -68,9 +68,10 @@ class RowSet:
         for row in self.by_path.values():
             self._ids.setdefault(row.id, []).append(row)
             if row.status == "active" and row.fact:
-                self._active.setdefault((row.subject, row.fact), []).append(row)
-            for target in {row.supersedes, row.superseded_by} - {None}:
-                self._refs.setdefault(target, []).append(row)
+                self._active.setdefault((row.subject or "", row.fact), []).append(row)
+            for target in (row.supersedes, row.superseded_by):
+                if target is not None:
+                    self._refs.setdefault(target, []).append(row)
 
     def with_id(self, memory_id: str) -> list[Row]:
         return list(self._ids.get(memory_id, ()))

@@ -14,7 +14,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
 from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
@@ -22,6 +22,9 @@ from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import git
 from memrepo.store.lock import locked
+
+if TYPE_CHECKING:
+    from memrepo.store.catalog import Catalog
 
 MARKER = ".memrepo"
 ENV_VAULT = "MEMREPO_VAULT"
@@ -60,7 +63,7 @@ class Vault:
         self.root = Path(root).resolve()
         self.state_dir = self.root / MARKER / "state"
         self.index_dir = self.root / MARKER / "index"
-        self._catalog = None
+        self._catalog: Catalog | None = None
         self._in_lock = False
         self._synced_in_lock = False
         self._checked_head: str | None = None
@@ -213,17 +216,17 @@ class Vault:
             raise InvalidMemory(problems)
         return memory
 
-    def list(self, **filters: str | None) -> list[dict]:
+    def list(self, **filters: str | None) -> List[dict]:
         return self.catalog().query(**filters)
 
-    def history(self, memory_id: str) -> list[git.LogEntry]:
+    def history(self, memory_id: str) -> List[git.LogEntry]:
         """Every commit on main that touched this memory's file, newest first."""
         self.get(memory_id)  # NotFound / invalid id first, with a clear message
         return git.log(self.root, self.main_ref, paths=[f":(glob)**/{memory_id}.md"])
 
     # ---------------------------------------------------------- writing
 
-    def tree_paths(self) -> list[str]:
+    def tree_paths(self) -> List[str]:
         """Every file under memories/ and archive/ in the working tree (links not followed)."""
         found = []
         for top in MEMORY_ROOTS:
@@ -234,7 +237,7 @@ class Vault:
                         found.append(f"{rel_dir}/{name}")
         return sorted(found)
 
-    def check_new(self, memories: list[Memory], *, deleted: Iterable = (), view=None) -> None:
+    def check_new(self, memories: List[Memory], *, deleted: Iterable = (), view=None) -> None:
         """Raise InvalidMemory unless these memories can be written as one change."""
         from memrepo.store.checks import Overlay, Row, check_memory, check_rows
         problems = []
@@ -260,7 +263,7 @@ class Vault:
         synced = self._in_lock and self._synced_in_lock and ref == self.main_ref and self._catalog is not None
         # Under the lock the catalog already knows main's tip (it was caught up once and follows
         # every memrepo commit); if anything else moved main meanwhile, the CAS below refuses.
-        old = self._catalog.commit if synced else git.rev_parse(self.root, ref)
+        old = self._catalog.commit if synced and self._catalog is not None else git.rev_parse(self.root, ref)
         if expect is not None and old != expect:
             raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
         checked_out = (self._checked_head if self._in_lock and self._checked_head else git.head_ref(self.root)) == ref
@@ -284,7 +287,7 @@ class Vault:
                 self._catalog.record(writes, deletes, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
 
-    def _refuse_dirty(self, paths: list[str]) -> None:
+    def _refuse_dirty(self, paths: List[str]) -> None:
         # A path that exists nowhere in the working tree cannot hold uncommitted edits (a new
         # memory): skip asking git, the common case of every add.
         paths = [p for p in paths if os.path.lexists(self.root / p)]
