@@ -32,9 +32,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # Nightly distill (L1 -> L2): entries saying the same thing on min_occurrences distinct days
     # (count_by: day, session or day_or_session) within window_days; similarity is the score
     # two entries need to be joined (memrepo.lifecycle.distill.find_patterns).
-    "distill": {"window_days": 30, "min_occurrences": 3, "count_by": "day", "similarity": 0.3},
+    # common_day_share: a term seen on this share of the days or more carries no content;
+    # max_per_subject / max_per_run: candidates proposed per night, best evidence first (the rest wait).
+    "distill": {"window_days": 30, "min_occurrences": 3, "count_by": "day", "similarity": 0.2,
+                "common_day_share": 0.35, "max_per_subject": 10, "max_per_run": 30},
     # Promotion (L2 -> L3): the same machinery, a longer window and a higher bar.
-    "promote": {"window_days": 90, "min_occurrences": 5, "count_by": "day_or_session", "similarity": 0.3},
+    "promote": {"window_days": 90, "min_occurrences": 5, "count_by": "day_or_session", "similarity": 0.3,
+                "common_day_share": 0.35, "max_per_subject": 10, "max_per_run": 30},
     # Influence decay (memrepo.lifecycle.decay, seed 003 section 3.3):
     # activity = alpha * own + beta * linked + gamma * base.
     "decay": {

@@ -372,14 +372,22 @@ NowOpt = typer.Option(None, "--now", help="Pretend today is YYYY-MM-DD (reproduc
 def distill(now: Optional[str] = NowOpt,
             promote: bool = typer.Option(False, "--promote", help="Promote recurring L2 patterns to L3 candidates instead."),
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
+            explain: bool = typer.Option(False, "--explain", help="Also say why near-miss groups were dropped."),
             as_json: bool = JsonOpt):
-    """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
+    """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
     from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
+    if explain:
+        lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
+        lines += [f"dropped: {n['reason']}, {n['days']} days: {n['example']} ({', '.join(n['members'][:5])})"
+                  for n in report.near_misses]
+    lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
+    if report.small_talk:
+        lines.append(f"left out {report.small_talk} small-talk entries")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")

@@ -30,6 +30,9 @@ class DistillReport:
     skipped: tuple[dict, ...]
     proposal: str | None
     log: str | None = None
+    small_talk: int = 0
+    capped: tuple[dict, ...] = ()
+    near_misses: tuple[dict, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,7 +54,7 @@ def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int):
     entries = [Entry(id=m.id, created=str(m.meta.get("created", "")), session=m.meta.get("session"),
                      subject=str(m.meta.get("subject", "")), fact=m.meta.get("fact"), kind=str(m.meta.get("kind", "")),
                      summary=str(m.meta.get("summary", "")), body=m.body, tags=tuple(m.meta.get("tags", ())),
-                     links=tuple(m.meta.get("links", ()))) for m in memories]
+                     links=tuple(m.meta.get("links", ())), author=m.meta.get("author")) for m in memories]
     skipped = [{"id": i, "reason": r} for i, r in bad]
     skipped += [{"id": p.path, "reason": p.message} for p in vault.catalog().errors() if f"/{layer}/" in p.path]
     return entries, skipped
@@ -95,9 +98,30 @@ def _candidate_memory(c, now: dt.datetime) -> Memory:
     return Memory(meta, c.body)
 
 
+def _learned_stopwords(vault: Vault) -> frozenset[str]:
+    """Search's learned stopwords (terms of failed recalls): no content for distill either."""
+    from memrepo.retrieval.search import stats
+    try:
+        return stats(vault).learned_stopwords()
+    except Exception:  # statistics are derived and optional: never stop the nightly run for them
+        return frozenset()
+
+
+def _candidate_row(c) -> dict[str, Any]:
+    return {"id": c.id, "summary": c.summary, "speaker": c.speaker, "members": list(c.members),
+            "days": list(c.days), "sessions": list(c.sessions), "occurrences": c.occurrences,
+            "score": c.score, "why": c.why, "explain": c.explain}
+
+
 def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool = False,
-            dry_run: bool = False) -> DistillReport:
-    """Find recurring L1 patterns (or L2 for ``promote``) and propose them on one branch."""
+            dry_run: bool = False, explain: bool = False) -> DistillReport:
+    """Find recurring L1 patterns (or L2 for ``promote``) and propose them on one branch.
+
+    At most ``max_per_subject`` candidates per subject and ``max_per_run`` in all are proposed,
+    best evidence first; the others are reported as ``capped`` and come back on the next run.
+    ``explain`` adds the near misses: groups dropped as small talk, for mixed speakers, too few
+    days or a similarity below the bar.
+    """
     from memrepo.lifecycle import distill as algo
     from memrepo.review import proposals
     when = resolve_now(now)
@@ -108,7 +132,11 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
         known = known_patterns(vault)
         result = algo.find_patterns(entries, now=when, window_days=int(params["window_days"]),
                                     min_occurrences=int(params["min_occurrences"]), count_by=params["count_by"],
-                                    similarity=float(params["similarity"]), known=known, layer=target)
+                                    similarity=float(params["similarity"]), known=known, layer=target,
+                                    common_day_share=float(params["common_day_share"]),
+                                    max_per_subject=int(params["max_per_subject"]),
+                                    max_per_run=int(params["max_per_run"]),
+                                    stopwords=_learned_stopwords(vault), explain=explain)
         proposal_id = None
         if result.candidates and not dry_run:
             memories = [_candidate_memory(c, when) for c in result.candidates]
@@ -118,13 +146,14 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
             proposal_id = proposals.create(vault, memories, reason=reason, proposal_id=pid).id
     report = DistillReport(
         now=when.isoformat(), layer=target, considered=result.considered,
-        candidates=tuple({"id": c.id, "summary": c.summary, "members": list(c.members), "days": list(c.days),
-                          "sessions": list(c.sessions), "occurrences": c.occurrences, "explain": c.explain}
-                         for c in result.candidates),
+        candidates=tuple(_candidate_row(c) for c in sorted(result.candidates, key=lambda c: (-c.score, c.id))),
         reinforcements=tuple({"pattern": r.key, "new_members": list(r.new_members)} for r in result.reinforcements),
         suppressed=tuple({"pattern": s.key, "status": s.status, "members": list(s.members)} for s in result.suppressed),
         skipped=tuple(skipped + [{"id": s.id, "reason": s.reason} for s in result.skipped]),
-        proposal=proposal_id)
+        proposal=proposal_id, small_talk=result.small_talk,
+        capped=tuple({"id": c.id, "summary": c.summary, "members": list(c.members), "score": c.score}
+                     for c in result.capped),
+        near_misses=result.near_misses)
     if dry_run:
         return report
     if report.reinforcements:
