@@ -644,14 +644,35 @@ def notices(ack: List[int] = typer.Option([], "--ack", help="Acknowledge notice 
     _out([n.as_dict() for n in found], as_json, "\n".join(n.text() for n in found) or "no notices")
 
 
+
+@app.command()
+def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the team shares the vault through."),
+         as_json: bool = JsonOpt):
+    """Share the vault through a git remote: fetch, merge by meaning, re-check, push (never forced)."""
+    from memrepo.team import sync as team
+    with _vault() as vault:
+        team.install_driver(vault)
+        result = team.sync(vault, remote=remote)
+    lines = [f"{remote}: integrated {result.integrated}; "
+             + (f"pushed {(result.after or '')[:12]}" if result.pushed else "NOT pushed")
+             + (f" after {result.attempts} attempts" if result.attempts > 1 else "")]
+    lines += [f"  conflict proposal {p} (review: memrepo review {p})" for p in result.proposals]
+    lines += [f"  proposal {p} was closed on another clone" for p in result.adopted]
+    lines += [f"  not pushed {ref}: {why}" for ref, why in result.not_pushed.items()]
+    lines += [f"  {n}" for n in result.notes]
+    _out(result.as_dict(), as_json, "\n".join(lines))
+    if not result.pushed:
+        raise typer.Exit(1)
+
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
 def hooks_install():
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
     from memrepo.review import hooks
+    from memrepo.team import sync as team
     with _vault() as vault:
-        for line in hooks.install(vault.root):
+        for line in hooks.install(vault.root) + team.install_driver(vault):
             typer.echo(line)
 
 

@@ -287,6 +287,28 @@ class Vault:
                 self._catalog.record(writes, deletes, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
 
+    def fast_forward(self, new: str) -> CommitResult:
+        """Move main forward to ``new``, a descendant of its tip (caller holds the lock), and
+        bring the checkout along with the same journaled update as :meth:`commit`."""
+        ref = self.main_ref
+        old = git.rev_parse(self.root, ref)
+        diff = git.diff_tree(self.root, old, new)
+        checked_out = git.head_ref(self.root) == ref
+        if checked_out:
+            self._refuse_dirty([c.path for c in diff])
+        with git.BlobReader(self.root) as reader:
+            changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else reader.read(c.sha) for c in diff}
+        if checked_out:
+            self._write_journal(ref, new, list(changes))
+        git.update_ref(self.root, ref, new, old, "memrepo: sync fast-forward")
+        if checked_out:
+            self._update_checkout(changes)
+            self._journal_path().unlink(missing_ok=True)
+        self._config = None
+        if self._catalog is not None:
+            self._catalog.sync(new)
+        return CommitResult(new, tuple(sorted(changes)))
+
     def _refuse_dirty(self, paths: List[str]) -> None:
         # A path that exists nowhere in the working tree cannot hold uncommitted edits (a new
         # memory): skip asking git, the common case of every add.
