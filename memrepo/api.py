@@ -31,6 +31,7 @@ _OWNERS = {
     "why": "memrepo.review.provenance", "rollback": "memrepo.review.provenance",
     "fact_history": "memrepo.review.provenance",
     "validate_tree": "memrepo.review.validate", "validate_paths": "memrepo.review.validate",
+    "validate_vault": "memrepo.review.validate",
     "search": "memrepo.retrieval.search", "search_many": "memrepo.retrieval.search",
     "make_query": "memrepo.retrieval.search", "mark_useful": "memrepo.retrieval.search",
     "rebuild": "memrepo.retrieval.search",

@@ -169,10 +169,15 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        problems = v.validate_paths(vault, paths) if paths else v.validate_tree(vault)
+        report = v.validate_vault(vault) if not paths else None
+        problems = report.problems if report else v.validate_paths(vault, paths)
+    overrides = report.overrides if report else []
     if as_json:
-        _out({"ok": not problems, "problems": [p.as_dict() for p in problems]}, True)
+        _out({"ok": not problems, "problems": [p.as_dict() for p in problems],
+              "overrides": [o.as_dict() for o in overrides]}, True)
     else:
+        for o in overrides:
+            typer.echo(f"note: {o}")
         typer.echo("\n".join(map(str, problems)) if problems else "ok: no problems found",
                    err=bool(problems))
     raise typer.Exit(1 if problems else 0)

@@ -174,6 +174,11 @@ def check_scope(memory: Memory, *, owner: str | None, agent: str | None) -> list
 
 # -------------------------------------------------------------- across files
 
+RECORD_STATUSES = ("rolled_back", "rejected")
+"""Statuses of a change that never took effect or was undone: its ``supersedes`` is a record of
+what it once meant to replace, so that memory may be gone (``git revert`` of its ``add``)."""
+
+
 def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = ()) -> list[Problem]:
     """Cross-file invariants for the touched rows (and for rows left pointing at deleted ones)."""
     problems: list[Problem] = []
@@ -186,6 +191,8 @@ def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = (
             continue
         for ref in view.referencing(gone.id):
             field = "supersedes" if ref.supersedes == gone.id else "superseded_by"
+            if field == "supersedes" and ref.status in RECORD_STATUSES:
+                continue
             problems.append(Problem(ref.path, field, f"points at {gone.id}, which {gone.path} no longer holds; old versions stay as 'superseded', never deleted"))
     return sorted(set(problems))
 
@@ -213,7 +220,9 @@ def _check_supersedes(row: Row, view: Rows) -> list[Problem]:
     problems = []
     if row.supersedes:
         targets = view.with_id(row.supersedes)
-        if not targets:
+        if not targets and row.status in RECORD_STATUSES:
+            pass  # an undone change may name a memory whose own add was reverted since
+        elif not targets:
             problems.append(Problem(row.path, "supersedes", f"{row.supersedes} does not exist"))
         elif row.status in ("active", "superseded", "archived"):
             old = targets[0]
