@@ -131,7 +131,8 @@ def _integrate(vault: Vault, remote: str, result: SyncResult) -> None:
     message = (f"memrepo: sync merge {remote}/{vault.main_branch} ({len(files)} files)\n\n"
                + "".join(f"{n}\n" for n in plan.notes) + ("\n" if plan.notes else "")
                + f"Memrepo-Action: sync\nMemrepo-Remote: {remote}\n")
-    vault.commit(files=files, merge=[theirs], message=message, expect=local)
+    parsed = [m for m in plan.written.values() if files.get(m.path) is not None]
+    vault.commit(files=files, merge=[theirs], message=message, expect=local, parsed=parsed)
     vault._config = None  # the merge may have brought a new config
     result.integrated = "merge"
     for loser, winner, reason in conflicts:
@@ -155,23 +156,25 @@ class _Merge:
         self.notes: list[str] = []
         self.files: dict[str, bytes | None] = {}
         self.written: dict[str, Memory] = {}      # id -> merged memory written by this merge
-        self.reader = git.BlobReader(vault.root)
+        self.blobs: dict[str, bytes] = {}
 
     def run(self) -> tuple[dict[str, bytes | None], list[tuple[Memory, Memory, str]]]:
-        try:
-            ours_ch = git.diff_tree(self.vault.root, self.base, self.ours)
-            theirs_ch = git.diff_tree(self.vault.root, self.base, self.theirs)
-            self._other_files(ours_ch, theirs_ch)
-            self._memories(ours_ch, theirs_ch)
-            self.local_ids = {_id(c.path) for c in ours_ch if is_memory_path(c.path) and c.status == "A"}
-            conflicts = self._facts()
-            self._recheck()
-            return self.files, conflicts
-        finally:
-            self.reader.close()
+        ours_ch = git.diff_tree(self.vault.root, self.base, self.ours)
+        theirs_ch = git.diff_tree(self.vault.root, self.base, self.theirs)
+        theirs_paths = {c.path for c in theirs_ch}
+        self.blobs = git.read_blobs(self.vault.root, [c.sha for c in theirs_ch if c.status != "D"]
+                                    + [c.sha for c in ours_ch if c.status != "D" and c.path in theirs_paths])
+        self._other_files(ours_ch, theirs_ch)
+        self._memories(ours_ch, theirs_ch)
+        self.local_ids = {_id(c.path) for c in ours_ch if is_memory_path(c.path) and c.status == "A"}
+        conflicts = self._facts()
+        self._recheck()
+        return self.files, conflicts
 
     def _bytes(self, sha: str) -> bytes:
-        return self.reader.read(sha)
+        if sha not in self.blobs:
+            self.blobs.update(git.read_blobs(self.vault.root, [sha]))
+        return self.blobs[sha]
 
     def _memory(self, path: str, data: bytes) -> Memory:
         memory, problems = check_bytes(path, data)
