@@ -124,9 +124,9 @@ def test_caps_come_from_config(vault):
         api.flush(vault, json.dumps({"what": "eleven chars"}), cycle="1")
 
 
-def test_cli_refusal_is_one_line_per_problem_and_exit_1(vault):
+def test_cli_refusal_is_one_line_per_problem_and_exit_5(vault):
     p = memrepo(vault, "flush", "--cycle", "1", stdin=json.dumps({"what": "x" * 1300}))
-    assert p.returncode == 1 and "Traceback" not in p.stderr and "cap 1,200" in p.stderr
+    assert p.returncode == 5 and "Traceback" not in p.stderr and "cap 1,200" in p.stderr  # invalid data
     p = memrepo(vault, "flush", stdin="## What\nx\n")
     assert p.returncode != 0 and "--cycle" in p.stderr
 

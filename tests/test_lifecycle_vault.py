@@ -410,7 +410,7 @@ def test_second_nightly_run_at_once_says_another_is_in_progress(vault, capsys):
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(Busy, match="another nightly run"):
             api.nightly(vault, now=NOW)
-        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 1
+        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 75  # busy: retry later
         assert "another nightly run is still in progress" in capsys.readouterr().err
     finally:
         holder.communicate("done\n", timeout=10)
@@ -460,3 +460,29 @@ def test_graph_neighbours_and_exports(vault, tmp_path):
     assert edges == {("mem_a", "mem_b"), ("mem_b", "mem_c")}
     text = dot.read_text(encoding="utf-8")
     assert text.lstrip().startswith(("digraph", "strict digraph")) and '"mem_a" -> "mem_b"' in text
+
+
+def test_capped_candidates_wait_for_the_next_run(vault):
+    config = vault.root / ".memrepo" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[distill]\nmax_per_subject = 1\n", encoding="utf-8")
+    git(vault.root, "commit", "-qam", "distill: one candidate per subject a night", "--no-verify")
+    vault = Vault.find(explicit=vault.root)
+    load(vault, DARK_EN + DARK_ZH + NOISE)
+    first = api.distill(vault, now=NOW)
+    assert len(first.candidates) == 1 and len(first.capped) == 1
+    second = api.distill(vault, now=NOW)
+    assert [c["id"] for c in second.candidates] == [first.capped[0]["id"]] and second.capped == ()
+    assert second.proposal and second.proposal != first.proposal
+    assert api.distill(vault, now=NOW).candidates == ()
+
+
+def test_distill_json_says_why_each_candidate_was_kept_and_explain_lists_near_misses(vault):
+    load(vault, DARK_EN + NOISE)
+    result = runner.invoke(app, ["--vault", str(vault.root), "distill", "--now", NOW, "--dry-run", "--explain", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    [cand] = data["candidates"]
+    assert cand["members"] == sorted(e["id"] for e in DARK_EN) and cand["days"] and cand["score"] > 3
+    assert "3 distinct days" in cand["why"] and "near_misses" in data
+    text = runner.invoke(app, ["--vault", str(vault.root), "distill", "--now", NOW, "--dry-run", "--explain"]).output
+    assert f"kept {cand['id']}" in text

@@ -302,7 +302,7 @@ def test_unknown_twice_and_closed_proposals_give_clear_errors(vault):
     with pytest.raises(Conflict, match="already rejected"):
         proposals.apply(vault, other.proposal)
     assert snapshot(vault) == before
-    assert runner.invoke(app, ["--vault", str(vault.root), "apply", "prop_nope"]).exit_code == 1
+    assert runner.invoke(app, ["--vault", str(vault.root), "apply", "prop_nope"]).exit_code == 3  # not found
 
 
 def test_proposal_branch_edited_by_hand_into_an_invalid_state(vault):

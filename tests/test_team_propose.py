@@ -26,13 +26,13 @@ def team(vault):
 
 
 def propose(root, agent, *args, ok=True):
-    proc = cli(root, "--agent", agent, "propose", *args, "--json", ok=ok)
+    proc = cli(root, "--agent", agent, "propose", *args, *(["--json"] if ok else []), ok=ok)
     return json.loads(proc.stdout) if ok else proc
 
 
 def test_a_shared_fact_needs_an_entity_key_and_knowledge_a_confidence(team):
     proc = propose(team, "analyst", "--summary", "dark mode", ok=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 5  # invalid data
     assert "(proposal):fact: a shared fact needs an entity key" in proc.stderr
     proc = propose(team, "analyst", "--kind", "knowledge", "--summary", "retry with backoff", ok=False)
     assert "(proposal):confidence:" in proc.stderr
@@ -109,4 +109,4 @@ def test_citations_and_notices(team):
     import shutil
     shutil.rmtree(team / ".memrepo/state")
     assert len(json.loads(cli(team, "notices", "--json").stdout)) == 1
-    assert cli(team, "cite", "--by", "executor", "--ref", "x", "mem_nope", ok=False).returncode == 1
+    assert cli(team, "cite", "--by", "executor", "--ref", "x", "mem_nope", ok=False).returncode == 3  # not found

@@ -48,7 +48,7 @@ def test_private_memory_is_seen_only_by_its_agent(vault):
 def test_another_agents_private_scope_is_refused(vault):
     root = vault.root
     refused = cli(root, "--agent", "executor", "add", "--scope", "private:analyst", "--summary", "x", ok=False)
-    assert refused.returncode == 1 and "scope" in refused.stderr and "analyst" in refused.stderr
+    assert refused.returncode == 5 and "scope" in refused.stderr and "analyst" in refused.stderr
     unnamed = cli(root, "add", "--scope", "private", "--summary", "x", ok=False)
     assert unnamed.returncode == 2 and "--agent" in unnamed.stderr
     assert cli(root, "list").stdout.strip() == "no memories match"

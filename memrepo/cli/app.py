@@ -11,35 +11,120 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.")
+from memrepo.cli.output import hoist_globals
+
+# Global options taking a value, accepted before or after the sub-command (as --json is).
+GLOBAL_OPTIONS = ("--vault", "--agent")
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
+    "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
+    "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
+    "--json an error is {\"error\": {\"code\", \"message\", \"problems\"}} on stdout."
+)
+
+
+class State:
+    vault_path: Optional[str] = None
+    agent: Optional[str] = None
+    json: bool = False
+
+
+state = State()
+
+
+class MemrepoGroup(TyperGroup):
+    """The one place where failures become messages and exit codes (memrepo.errors names them).
+
+    Every command, whoever adds it, gets this without code of its own: a ``MemrepoError`` is
+    one line on stderr (or, with ``--json``, ``{"error": ...}`` on stdout) and its exit code;
+    a usage error exits 2. ``--vault`` and ``--json`` may stand anywhere on the line."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        code = self.run(list(sys.argv[1:] if args is None else args), prog_name or "memrepo", complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def run(self, args: list[str], prog_name: str, complete_var, **extra) -> int:
+        from memrepo.cli import output
+        from memrepo.errors import MemrepoError
+        as_json, front, rest = hoist_globals(args, GLOBAL_OPTIONS)
+        state.json, state.vault_path, state.agent = as_json, None, None
+        argv = front + self.place_json(rest, as_json=as_json)
+        try:
+            rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except MemrepoError as e:
+            return output.report_error(e, as_json=state.json)
+        except typer.Exit as e:
+            return e.exit_code
+        except (typer.Abort, KeyboardInterrupt):
+            if not state.json:
+                typer.echo("aborted", err=True)
+            return 130
+        except OSError as e:
+            return output.report_os_error(e, as_json=state.json)
+        except Exception as e:  # typer's usage errors (bad option, missing argument, BadParameter)
+            if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+                return output.report_usage(e, as_json=state.json)
+            raise
+        return rv if isinstance(rv, int) else 0
+
+    def place_json(self, rest: list[str], *, as_json: bool) -> list[str]:
+        """``--json`` after the command path when that command has a ``--json`` option
+        (errors are JSON either way)."""
+        if not as_json:
+            return rest
+        path_end, group = 0, self
+        for i, arg in enumerate(rest):
+            if arg.startswith("-"):
+                continue
+            command = getattr(group, "commands", {}).get(arg)
+            if command is None:
+                break
+            path_end, group = i + 1, command
+            if not hasattr(command, "commands"):
+                break
+        takes_json = group is not self and any("--json" in getattr(p, "opts", ()) for p in group.params)
+        return rest[:path_end] + (["--json"] if takes_json else []) + rest[path_end:]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from memrepo import __version__
+        typer.echo(f"memrepo {__version__}")
+        raise typer.Exit(0)
+
+
+app = typer.Typer(cls=MemrepoGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.",
+                  epilog=EXIT_CODES_HELP)
 proposals_app = typer.Typer(help="List open review proposals, or push one for a pull request.",
                             invoke_without_command=True, rich_markup_mode=None)
 hooks_app = typer.Typer(help="Install or run memrepo's git hooks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
-app.add_typer(hook_app, name="hook")
+app.add_typer(hook_app, name="hook", hidden=True)
 
-JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
-
-
-class State:
-    vault_path: Optional[str] = None
-    agent: Optional[str] = None
-
-
-state = State()
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
 
 @app.callback()
 def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_VAULT",
                                               help="Vault to use (default: found from the current directory, as git does)."),
           agent: Optional[str] = typer.Option(None, "--agent", envvar="MEMREPO_AGENT",
-                                              help="The agent acting (before or after the command): its private memories, its proposals.")):
+                                              help="The agent acting (before or after the command): its private memories, its proposals."),
+          as_json: bool = typer.Option(False, "--json", help="JSON output and JSON errors (also accepted after the command)."),
+          version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                       help="Print memrepo's version and exit.")):
     import os
     state.vault_path = vault
+    state.json = state.json or as_json
     state.agent = None
     if agent:
         from memrepo.team import scopes
@@ -350,11 +435,15 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 @app.command()
 def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index from the memory files."""
+    """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
-    _out({"indexed": count}, as_json, f"indexed {count} memories")
+        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
+         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
 
 @app.command()
@@ -386,13 +475,14 @@ def distill(now: Optional[str] = NowOpt,
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
-        lines += [f"dropped: {n['reason']}, {n['days']} days: {n['example']} ({', '.join(n['members'][:5])})"
+        lines += [f"dropped ({n['days']} days{', ' + n['speaker'].title() if n['speaker'] else ''}): {n['reason']}: "
+                  f"{n['example']} ({', '.join(n['members'][:3])}, …)"
                   for n in report.near_misses]
     lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
     if report.small_talk:
-        lines.append(f"left out {report.small_talk} small-talk entries")
+        lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
@@ -700,36 +790,10 @@ def hook_pre_merge_commit():
     hook_pre_commit()
 
 
-GLOBAL_AFTER = ("--agent",)  # global options also accepted after the sub-command
-
-
-def _globals_first(argv: list[str]) -> list[str]:
-    """Move ``--agent NAME`` (or ``--agent=NAME``) from anywhere before ``--`` to the front,
-    so the global option works before or after the sub-command."""
-    front, rest = [], []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--":
-            rest += [arg, *args]
-            break
-        if arg in GLOBAL_AFTER:
-            front += [arg, next(args, "")]
-        elif arg.startswith(tuple(f"{g}=" for g in GLOBAL_AFTER)):
-            front.append(arg)
-        else:
-            rest.append(arg)
-    return front + rest
-
-
 def _command_name(argv: list[str]) -> str | None:
-    """The sub-command named on the command line (after the global options), if any."""
-    args = iter(argv)
-    for arg in args:
-        if arg in ("--vault", *GLOBAL_AFTER):
-            next(args, None)
-        elif not arg.startswith(("--vault=", *(f"{g}=" for g in GLOBAL_AFTER))):
-            return None if arg.startswith("-") else arg
-    return None
+    """The sub-command named on the command line, if any."""
+    rest = hoist_globals(argv, GLOBAL_OPTIONS)[2]
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -739,40 +803,14 @@ def _app_for(argv: list[str]) -> typer.Typer:
     found = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
     if not found:
         return app
-    small = typer.Typer(add_completion=False, rich_markup_mode=None, help=app.info.help)
+    small = typer.Typer(cls=MemrepoGroup, add_completion=False, rich_markup_mode=None, help=app.info.help,
+                        epilog=EXIT_CODES_HELP)
     small.registered_callback = app.registered_callback
     small.registered_commands = found
     return small
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: maps library errors to messages and exit codes in one place."""
-    from memrepo.errors import InvalidMemory, MemrepoError
-    argv = _globals_first(sys.argv[1:] if argv is None else list(argv))
-    try:
-        rv = _app_for(argv)(args=argv, standalone_mode=False, prog_name="memrepo")
-    except MemrepoError as e:
-        if isinstance(e, InvalidMemory):
-            for p in e.problems:
-                typer.echo(str(p), err=True)
-            if str(e).splitlines()[-1:] and len(str(e).splitlines()) > len(e.problems):
-                typer.echo(str(e).splitlines()[-1], err=True)
-        else:
-            typer.echo(f"error: {e}", err=True)
-        return e.exit_code
-    except typer.Exit as e:
-        return e.exit_code
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 130
-    except KeyboardInterrupt:
-        return 130
-    except OSError as e:  # a file or directory the user named (or the disk) failed us
-        typer.echo(f"error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", err=True)
-        return 1
-    except Exception as e:  # click usage errors come through here
-        if hasattr(e, "show") and hasattr(e, "exit_code"):
-            e.show()
-            return e.exit_code
-        raise
-    return rv if isinstance(rv, int) else 0
+    """Console entry point; :class:`MemrepoGroup` maps every error to its message and exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return typer.main.get_command(_app_for(argv)).main(args=argv, prog_name="memrepo", standalone_mode=False)

@@ -48,6 +48,7 @@ _ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧
 _FACT_PREFIX = "@fact:"
 _TAG_PREFIX = "#"
 _STRUCTURAL_TAGS = ("speaker-", "session-")
+_NOT_SMALL_TALK = ("about the listener", "no content words")  # left out, but not for being small talk
 _STOPWORDS = ENGLISH_STOPWORDS | CONVERSATIONAL
 _STOP_STEMS = frozenset(stem(w) for w in CONVERSATIONAL)  # "likes" as well as "like"
 _POSSESSIVE_RE = re.compile(r"['’]s\b", re.IGNORECASE)
@@ -292,13 +293,17 @@ def _prepare(entries: Iterable[Entry], *, now: datetime,
             outside += 1
             continue
         speaker = speaker_of(entry)
-        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names)
-        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names)
+        turn = bool(speaker) and speaker != (entry.author or "")  # a conversation turn
+        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names, turn=turn)
+        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names, turn=turn)
         day = when.date().isoformat()
         if not summary and not body and not entry.fact:
             chatter.append(_Chatter(entry, day, speaker.lower(), tuple(kinds_s + kinds_b)))
             continue
         counts = _term_counts(entry, " ".join(summary), " ".join(body))
+        if not counts and turn:  # "Yes, me too!" in a conversation: nothing to recur
+            chatter.append(_Chatter(entry, day, speaker.lower(), ("no content words",)))
+            continue
         if not counts:
             skipped.append(Skipped(entry.id, "no content terms in summary or body"))
             continue
@@ -717,7 +722,8 @@ def _near_misses(docs: Sequence[_Doc], weights: Sequence[dict[str, float]], df: 
     for (speaker, kind), group in sorted(by_kind.items()):
         days = sorted({c.day for c in group})
         if len(days) >= min_occurrences:
-            out.append({"reason": f"small talk ({kind})", "speaker": speaker or None, "days": len(days),
+            reason = (f"not about the speaker ({kind})" if kind in _NOT_SMALL_TALK else f"small talk ({kind})")
+            out.append({"reason": reason, "speaker": speaker or None, "days": len(days),
                         "members": [c.entry.id for c in group][:12],
                         "example": _clip(group[0].entry.summary or group[0].entry.body, 100)})
     taken = {m for c in (*candidates, *capped) for m in c.members}
@@ -785,7 +791,8 @@ def _shared_fact(group: Sequence[_Doc]) -> str | None:
 
 def _shared_tags(group: Sequence[_Doc]) -> tuple[str, ...]:
     """Tags carried by at least half the members (and two), sorted."""
-    tags = Counter(t for d in group for t in set(d.entry.tags or ()))
+    # a session tag says when, not what: the pattern spans sessions
+    tags = Counter(t for d in group for t in set(d.entry.tags or ()) if not str(t).startswith("session-"))
     need = max(2, math.ceil(len(group) / 2))
     return tuple(sorted(t for t, c in tags.items() if c >= need))
 

@@ -11,11 +11,17 @@ A sentence is small talk when one of the rules below matches it and at most
 conversational vocabulary remain: "So proud of you for winning that tournament!" is a
 congratulation; "Thanks! I finally finished my first full screenplay." is two sentences, and
 the second one is content.
+
+In a conversation turn, a sentence about the listener (a question, or "you" without "I") is
+left out as well: it recurs as the *other* speaker's fact, not this one's. An opening
+interjection and name ("Hey Nate, …") is cut from the sentences that stay.
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from memrepo.text import ENGLISH_STOPWORDS
 
 MAX_LEFT_WORDS = 2  # content words a small-talk sentence may still carry ("winning that tournament")
 MAX_LEFT_HANZI = 3  # Chinese characters likewise, after function characters are removed
@@ -30,7 +36,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.
                r"|(谢谢|多谢|感谢|辛苦了|不客气)"),
     ("farewell", r"\b(bye|goodbye|take care|talk (to you )?(soon|later)|catch you (later|soon)|see (you|ya)( soon| later)?"
                  r"|(have|enjoy) (a|your) (great|good|nice|wonderful|lovely) (day|night|one|time|weekend|evening)"
-                 r"|until next time|good ?night|can'?t wait to (catch up|talk|hear|see)|keep (me|you) (posted|updated)"
+                 r"|until next time|good ?night|stay (safe|strong|well)|can'?t wait to (catch up|talk|hear|see)|keep (me|you) (posted|updated)"
                  r"|stay in touch|let me know how)\b|(再见|拜拜|回头聊|下次聊|改天聊|晚安|保重|回见)"),
     ("congratulations", r"\b(congrat\w*|well done|way to go|proud of you|so proud|good job|great job|nice job|kudos"
                         r"|you (did|nailed) it|happy for you)\b|(恭喜|祝贺|干得漂亮|真为你(高兴|骄傲))"),
@@ -40,7 +46,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.
     ("sympathy", r"\b(sorry (to hear|about|for)|that must (have been|be) (tough|hard|rough|difficult)"
                  r"|hope (you|things|it|your \w+) (feel|get|gets|are|is|heals?|recovers?)( better| well| soon)?"
                  r"|get well|feel better|sending (hugs|love))\b|(抱歉|遗憾|难过|心疼|早日康复)"),
-    ("back-channel", r"^(wow|whoa|cool|nice|great|awesome|amazing|ok(ay)?|yeah|yes|yep|yup|sure|right|true|totally"
+    ("back-channel", r"^(wow|whoa|woah|cool|nice|great|awesome|amazing|ok(ay)?|yeah|yes|yep|yup|sure|right|true|totally"
                      r"|absolutely|definitely|lol|haha\w*|oh|ah|aw+|hmm+|i see|got it|exactly|indeed|agreed|same"
                      r"|sounds (great|good|fun|awesome|amazing|cool|lovely|delicious|like a plan)|that'?s (great|awesome"
                      r"|amazing|cool|wonderful|so cool|fantastic|incredible|nice)|me too|no worries)\b"
@@ -50,7 +56,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(rx, re.
 # Words that keep a conversation going but say nothing about the speaker's life: what may be left
 # in a small-talk sentence without making it content.
 CONVERSATIONAL = frozenset("""
-hey hi hello thanks thank cheers bye goodbye congrats congratulations wow cool nice great awesome
+hey hi hello thanks thank cheers bye goodbye congrats congratulations wow whoa woah cool nice great awesome
 amazing glad happy proud sorry hope good luck keep going care soon later talk chat catch wait see
 hear heard know let really so much lot means mean appreciate support kind words sweet love lovely
 totally absolutely definitely sure yeah yes yep okay ok oh ah haha lol well done job way fun
@@ -81,25 +87,27 @@ def sentence_kind(sentence: str, names: frozenset[str] = frozenset()) -> str | N
 
     ``names`` (lower case) are the participants' names: "Thanks, Nate!" leaves nothing behind.
     """
-    kind = next((k for k, rx in RULES if rx.search(sentence)), None)
     left = _left_words(sentence, names)
-    if kind is None:
+    if len(left) > MAX_LEFT_WORDS:
+        return None  # says too much to be small talk, whatever it opens with (and no regex run)
+    hanzi = [ch for ch in _HAN_RE.findall(sentence) if ch not in _ZH_FILLER]
+    if _ANY_RULE.search(sentence) is None:
         # no rule, but nothing but conversational words either ("Awesome, Nate!", "So cute!")
-        hanzi = [ch for ch in _HAN_RE.findall(sentence) if ch not in _ZH_FILLER]
         return "back-channel" if not left and not hanzi and _WORD_RE.search(sentence) else None
-    if _HAN_RE.search(sentence):
-        rest = re.sub(RULES_BY_KIND[kind].pattern, "", sentence, flags=re.IGNORECASE)
+    kind = next(k for k, rx in RULES if rx.search(sentence))  # the first rule that applies names it
+    if hanzi:
+        rest = RULES_BY_KIND[kind].sub("", sentence)
         hanzi = [ch for ch in _HAN_RE.findall(rest) if ch not in _ZH_FILLER]
-        return kind if len(hanzi) <= MAX_LEFT_HANZI and len(left) <= MAX_LEFT_WORDS else None
-    return kind if len(left) <= MAX_LEFT_WORDS else None
+        return kind if len(hanzi) <= MAX_LEFT_HANZI else None
+    return kind
 
 
 RULES_BY_KIND = dict(RULES)
+_ANY_RULE = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in RULES), re.IGNORECASE)
 
 
 def _left_words(sentence: str, names: frozenset[str]) -> list[str]:
     """Latin words of a sentence that are neither conversational, stop words nor names."""
-    from memrepo.text import ENGLISH_STOPWORDS
     out = []
     for word in _WORD_RE.findall(sentence):
         w = word.lower().replace("’", "'").split("'")[0]
@@ -108,13 +116,41 @@ def _left_words(sentence: str, names: frozenset[str]) -> list[str]:
     return out
 
 
-def content_sentences(text: str, names: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
-    """(content sentences, small-talk kinds of the dropped ones) of a turn."""
+_YOU_RE = re.compile(r"\b(you|your|yours|you're|you've|you'll|you'd|yourself|u)\b|你|您", re.IGNORECASE)
+_ME_RE = re.compile(r"\b(i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|our|ours|us)\b|我", re.IGNORECASE)
+
+
+def about_listener(sentence: str) -> bool:
+    """In a conversation turn: a question, or a sentence about "you" and not the speaker.
+
+    "What kind of counseling do you want to pursue?", "You've got tons of talent." say
+    something about the other person (their facts recur in *their* turns), not the speaker's.
+    """
+    if sentence.rstrip().endswith(("?", "？")) and not _ME_RE.search(sentence):
+        return True
+    return bool(_YOU_RE.search(sentence)) and not _ME_RE.search(sentence)
+
+
+def content_sentences(text: str, names: frozenset[str] = frozenset(), *,
+                      turn: bool = False) -> tuple[list[str], list[str]]:
+    """(content sentences, small-talk kinds of the dropped ones) of a turn.
+
+    With ``turn`` (the text is one speaker's turn in a conversation), sentences about the
+    listener are dropped too (kind ``about the listener``).
+    """
     kept, kinds = [], []
     for s in sentences(text):
         kind = sentence_kind(s, names)
+        if kind is None and turn and about_listener(s):
+            kind = "about the listener"
         if kind is None:
-            kept.append(s)
+            rest = _OPENING_RE.sub("", s, count=1)
+            kept.append(rest[:1].upper() + rest[1:] if rest else s)
         else:
             kinds.append(kind)
     return kept, kinds
+
+
+# "Hey Nate, my favourite treat is …": the opening interjection and name are not the statement
+_OPENING_RE = re.compile(r"^(?:(?:hey|hi|hello|wow|oh|ah|aw|yeah|yes|yep|well|so|haha|omg|thanks|thank you"
+                         r"|cheers|congrats|sure|okay|ok)\b[^,.!?;:]{0,24}[,;:—–-]\s+)+", re.IGNORECASE)
