@@ -233,6 +233,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     good: list[Memory] = []
     for i, (n, memory) in enumerate(items, start=1):
         found = check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.
