@@ -54,7 +54,12 @@ class MemrepoGroup(TyperGroup):
         from memrepo.errors import MemrepoError
         as_json, front, rest = hoist_globals(args, GLOBAL_OPTIONS)
         state.json, state.vault_path, state.agent = as_json, None, None
-        argv = front + self.place_json(rest, as_json=as_json)
+        path_end, command = self.resolve(rest)
+        if command is not self:
+            strict_options(command)
+        takes_json = command is not self and any("--json" in getattr(p, "opts", ()) for p in command.params)
+        argv = front + rest[:path_end] + (["--json"] if as_json and takes_json else []) + rest[path_end:]
+        output.show_warnings()
         try:
             rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -74,23 +79,49 @@ class MemrepoGroup(TyperGroup):
             raise
         return rv if isinstance(rv, int) else 0
 
-    def place_json(self, rest: list[str], *, as_json: bool) -> list[str]:
-        """``--json`` after the command path when that command has a ``--json`` option
-        (errors are JSON either way)."""
-        if not as_json:
-            return rest
-        path_end, group = 0, self
+    def resolve(self, rest: list[str]):
+        """Where the command path ends in ``rest`` and the command it names (self if none)."""
+        path_end, command = 0, self
         for i, arg in enumerate(rest):
             if arg.startswith("-"):
                 continue
-            command = getattr(group, "commands", {}).get(arg)
-            if command is None:
+            found = getattr(command, "commands", {}).get(arg)
+            if found is None:
                 break
-            path_end, group = i + 1, command
-            if not hasattr(command, "commands"):
+            path_end, command = i + 1, found
+            if not hasattr(found, "commands"):
                 break
-        takes_json = group is not self and any("--json" in getattr(p, "opts", ()) for p in group.params)
-        return rest[:path_end] + (["--json"] if takes_json else []) + rest[path_end:]
+        return path_end, command
+
+
+# An option whose parameter has one of these names is checked, in every command: enum values
+# against the schema (with "did you mean"), dates as a date or a date-time with a zone.
+ENUM_PARAMS = ("layer", "kind", "status", "source")
+DATE_PARAMS = ("since", "until", "expires", "now")
+
+
+def strict_options(command) -> None:
+    """Give ``command``'s enum and date options their check (a bad value is a usage error, 2)."""
+    from memrepo import model
+    for param in command.params:
+        if param.name in ENUM_PARAMS:
+            check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
+        elif param.name in DATE_PARAMS:
+            check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
+        else:
+            continue
+        param.callback = _chained(param.callback, check)
+
+
+def _chained(before, check):
+    def callback(ctx, param, value):
+        value = before(ctx, param, value) if before else value
+        for item in value if isinstance(value, list | tuple) else [value]:
+            checked = check(item)
+        if param.name == "expires" and value is not None:  # the front matter keeps a date-time
+            return checked.isoformat()
+        return value
+    return callback
 
 
 def _show_version(value: bool) -> None:
@@ -236,6 +267,11 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
             rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
     text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
                      f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    if not rows and not as_json and (subject or fact):
+        with _vault() as vault:
+            what = [f"{name} {value!r}" for name, value in (("subject", subject), ("fact", fact))
+                    if value and not vault.list(**{name: value})]
+        text = f"no memory has {' or '.join(what)}" if what else text
     _out(rows, as_json, text or "no memories match")
 
 
@@ -554,18 +590,18 @@ def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--qu
 
 @app.command()
 def schedule(install: bool = typer.Option(False, "--install", help="Write it for the current user."),
-             kind: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
+             timer: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
     from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=timer, at=at):
                 typer.echo(line)
             return
-        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
-    _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
+        files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
+    _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
 
 
 # ---- agents: recall, context, flush, prune, evidence, mcp, export

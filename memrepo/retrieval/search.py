@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from memrepo import model
 from memrepo.errors import Busy, MemrepoError, UsageError
 from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.store import git
@@ -214,6 +215,9 @@ def make_query(text: str, **filters: Any):
     if not isinstance(text, str):
         raise UsageError("'query' must be a string")
     clean = {k: v for k, v in filters.items() if v is not None}
+    for name in ("layer", "kind"):
+        model.check_choice(name, clean.get(name))
+    model.parse_when("since", clean.get("since"))
     if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
         raise UsageError("'limit' must be a positive integer")
     return SearchQuery(text=text, **clean)
@@ -222,6 +226,8 @@ def make_query(text: str, **filters: Any):
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
     from memrepo.retrieval.index import IndexCorrupt
+    if log_recalls and not session:
+        raise UsageError("--log records recalls of a session: give --session ID too")
     report = sync(vault)
     state, semantic, notice = semantic_sync(vault)
     if notice:
