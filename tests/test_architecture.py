@@ -21,8 +21,9 @@ RANK = {
     "lifecycle": 3,
     "agents": 4, "team": 4,
     "api": 5,
-    "cli": 6, "mcp": 6,
-    "entry": 7,
+    "mcp": 6,   # the MCP server: thin over the api
+    "cli": 7,   # may import everything below, so `memrepo mcp` can start the server
+    "entry": 8,
 }
 VALUES = {"errors", "model", "text", "config", "resources"}
 ENTRY = {"__main__", "hook_entry"}  # `python -m memrepo`, and the shim name hooks installed before the layout
@@ -154,6 +155,10 @@ def test_only_schema_imports_jsonschema():
 
 def test_only_document_imports_yaml():
     assert owners("yaml") == {"memrepo.store.document"}
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk():
+    assert owners("mcp") == {"memrepo.mcp.server"}
 
 
 def test_only_foreign_imports_frontmatter():

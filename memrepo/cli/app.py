@@ -309,9 +309,21 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal)."""
     from memrepo.review import writes as memories
+    if from_ is not None:
+        from memrepo.agents import openclaw
+        from memrepo.errors import UsageError
+        if from_ != "openclaw":
+            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+        with _vault() as vault:
+            found = openclaw.import_openclaw(vault, file, author=author)
+        _out(found.as_dict(), as_json, f"imported {len(found.imported)} memories from {file} ("
+             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
+             + (f" -> commit {found.commit[:12]}" if found.commit else ""))
+        return
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -794,6 +806,88 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
     _out(result.as_dict(), as_json, "\n".join(lines))
     if not result.pushed:
         raise typer.Exit(1)
+
+
+@app.command()
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+          keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
+          soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
+          head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
+          tail: int = typer.Option(1500, "--tail", help="Characters kept from the end of a trimmed result."),
+          hard_ratio: float = typer.Option(0.5, "--hard-ratio", help="Still above this share of the original size: clear the oldest results."),
+          as_json: bool = JsonOpt):
+    """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
+    from memrepo.agents import prune as svc
+    from memrepo.errors import UsageError
+    text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
+    options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
+    with _vault() as vault:
+        result = svc.prune(vault, data, options)
+    if as_json:
+        _out({"transcript": result.transcript, **result.report()}, True)
+        return
+    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
+               f"cleared {len(result.cleared)} tool results"
+               + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
+    for r in result.trimmed + result.cleared:
+        typer.echo(f"  message {r['message']}: {r['chars']:,} characters -> {r['evidence']}", err=True)
+    for pointer in result.outside_git:
+        typer.echo(f"  {pointer} is over the evidence size cap: kept in .memrepo/evidence/, not in git", err=True)
+
+
+@app.command()
+def evidence(pointer: str = typer.Argument(..., metavar="POINTER", help="evidence:<sha256 prefix> or the bare hex prefix."),
+             as_json: bool = JsonOpt):
+    """Print the full text a pruned tool result or a memory's evidence pointer names."""
+    from memrepo.agents import evidence as svc
+    with _vault() as vault:
+        found = svc.get_evidence(vault, pointer)
+    if as_json:
+        _out({"pointer": found.pointer, "sha256": found.sha, "path": found.path, "text": found.text}, True)
+    else:
+        typer.echo(found.text, nl=not found.text.endswith("\n"))
+
+
+@app.command()
+def mcp(vault: Optional[str] = typer.Option(None, "--vault", help="Vault to serve (default: the global --vault, or found as git does).")):
+    """Run the MCP server on stdio (tools: memory_recall, memory_search, memory_get, memory_write, ...).
+
+    --agent NAME (global, before or after the command) is recorded as the author of writes."""
+    from memrepo.mcp.server import serve
+    serve(vault or state.vault_path, state.agent)
+
+
+@app.command()
+def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folder) or jsonl (the import format)."),
+           target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
+           as_json: bool = JsonOpt):
+    """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
+    from memrepo.agents import openclaw
+    from memrepo.errors import UsageError
+    if to == "jsonl":
+        with _vault() as vault:
+            lines = list(openclaw.export_jsonl(vault))
+        if target is None:
+            for line in lines:
+                typer.echo(line)
+        else:
+            target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            _out({"file": str(target), "memories": len(lines)}, as_json, f"wrote {len(lines)} memories to {target}")
+        return
+    if to != "openclaw":
+        raise UsageError(f"--to {to}: use openclaw or jsonl")
+    if target is None:
+        raise UsageError("give the OpenClaw workspace folder: memrepo export --to openclaw WORKSPACE")
+    with _vault() as vault:
+        result = openclaw.export_openclaw(vault, target)
+    _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+
 
 # ------------------------------------------------------------------ hooks
 

@@ -89,20 +89,27 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
-        push: bool = False, remote: str = "origin") -> WriteResult:
-    """Write one memory: low risk commits to main as active, high risk opens a proposal."""
+        push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
+    """Write one memory: low risk commits to main as active, high risk opens a proposal.
+
+    ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
+    write into a long-term layer, for instance."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
-        return write_locked(vault, memory, push=push, remote=remote)
+        return write_locked(vault, memory, push=push, remote=remote, review=review)
 
 
-def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin") -> WriteResult:
+def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
+                 review: str | None = None) -> WriteResult:
     """The rest of :func:`add` for a caller that already holds the vault lock on main."""
     catalog = vault.catalog()
     decision = risk.assess(memory.meta, catalog, vault.config)
+    if review:
+        decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
+                                 decision.supersedes)
     status = "pending_review" if decision.high else "active"
     memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
                            supersedes=decision.supersedes.id if decision.supersedes else None)
