@@ -47,6 +47,9 @@ _OWNERS = {
     "prune": "memrepo.agents.prune", "save_evidence": "memrepo.agents.evidence", "get_evidence": "memrepo.agents.evidence",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
+    "propose": "memrepo.team.propose", "policy_for": "memrepo.team.propose",
+    "cite": "memrepo.team.citations", "cited_by": "memrepo.team.citations",
+    "notices": "memrepo.team.citations", "ack": "memrepo.team.citations",
 }
 
 __all__ = sorted([*_OWNERS, "init"])

@@ -71,6 +71,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "cleanup": {"policy": "demote"},
     # Search: semantic = false turns the meaning-based half of the ranking off (keywords only).
     "search": {"semantic": True},
+    # How a proposal to the shared pool that contradicts the active value of a fact is decided
+    # (memrepo.team.propose): latest (newer wins), authority (agents ranked highest first),
+    # review (a person). rules: [{match = "subject/fact-glob", policy = "..."}], first match wins.
+    "arbitration": {"default": "review", "authority": [], "rules": [],
+                    "duplicate_similarity": 0.85,  # a proposal this close to the active value reinforces it
+                    "reinforce_step": 0.1},        # weight a reinforcement adds (capped at 1.0)
 }
 
 
@@ -83,13 +89,17 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("promote", "count_by"): ("day", "session", "day_or_session"),
     ("decay", "protected_layers"): LAYERS, ("decay", "lending_statuses"): STATUSES,
     ("cleanup", "policy"): ("demote", "archive"),
+    ("arbitration", "default"): ("latest", "authority", "review"),
 }
+# Keys whose shape their owner checks, with the file and key in its message (a list of tables).
+OWNER_CHECKED: set[tuple[str, str]] = {("arbitration", "rules")}
 _FRACTIONS = ("similarity", "common_day_share", "alpha", "beta", "gamma", "archive_threshold", "delete_threshold",
               "keystone_weight", "tolerance")
 # Numbers: (lowest, highest) accepted; every other number must be >= 0.
 RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
     **{(t, k): (0.0, 1.0) for t in ("distill", "promote", "decay") for k in _FRACTIONS if k in DEFAULTS[t]},
     **{(t, k): (1, None) for t in ("distill", "promote") for k in ("window_days", "min_occurrences", "max_per_subject", "max_per_run")},
+    ("arbitration", "duplicate_similarity"): (0.0, 1.0), ("arbitration", "reinforce_step"): (0.0, 1.0),
     ("decay", "rounds"): (1, None), ("decay", "half_life_days"): (0.001, None),
 }
 
@@ -140,6 +150,8 @@ def check(data: dict[str, Any]) -> tuple[list[Problem], list[str]]:
                 notes.append(f"{CONFIG_PATH}: unknown key {where} is ignored{_nearest(key, [*defaults, *optional])}")
                 continue
             default = defaults[key] if key in defaults else optional[key]()
+            if (table, key) in OWNER_CHECKED:
+                continue
             if not _accepts(default, value):
                 problems.append(Problem(CONFIG_PATH, where, f"must be {_type_name(default)} (default {default!r}), not {value!r}"))
                 continue

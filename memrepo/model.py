@@ -186,6 +186,6 @@ class Memory:
 _OPTIONAL_DEFAULTS: dict[str, Any] = {
     "fact": None, "risk": None, "risk_reason": None, "author": None, "scope": "shared",
     "session": None, "supersedes": None, "superseded_by": None, "rollback_point": None,
-    "proposal": None, "evidence": (), "affects": (), "links": (), "tags": (), "weight": None,
+    "proposal": None, "evidence": (), "affects": (), "links": (), "cites": (), "reinforced_by": (), "tags": (), "weight": None,
     "confidence": None, "updated": None, "expires": None,
 }

@@ -96,4 +96,34 @@ echo "-- long-term layers changed only through review:"
 run memrepo list --layer L2
 run memrepo proposals
 
+step "10. Two agents share one vault through a git remote (a bare repository standing in for a server)"
+SERVER="$WORK/team.git"
+run git init -q --bare -b main "$SERVER"
+run git remote add origin "$SERVER"
+run memrepo sync
+A="$WORK/analyst" B="$WORK/executor"
+run git clone -q "$SERVER" "$A"
+run git clone -q "$SERVER" "$B"
+(cd "$A" && memrepo hooks install >/dev/null) && (cd "$B" && memrepo hooks install >/dev/null)
+cd "$A"
+run memrepo --agent analyst add --scope private --summary "我猜用户偏好深色：两次提到夜间工作"
+run memrepo --agent analyst propose --subject user --fact ui.contrast --summary "high contrast" --evidence chat/12#L4
+run memrepo sync
+cd "$B"
+run memrepo sync
+run memrepo --agent executor propose --subject user --fact ui.contrast --summary "high contrast" --evidence ui/settings.json#L3
+run memrepo --agent executor propose --subject user --fact ui.contrast --summary "normal contrast" --evidence ui/settings.json#L9 --json
+run memrepo proposals
+PC=$(memrepo proposals --json | python3 -c 'import json,sys; print([p["id"] for p in json.load(sys.stdin) if "ui.contrast" in p["reason"]][0])')
+run memrepo review "$PC"
+run memrepo sync
+cd "$A"
+run memrepo sync
+run memrepo proposals
+run memrepo list --subject user
+run memrepo --agent executor list --subject general
+echo "(the analyst's private note is not in the executor's list, nor on the server:)"
+run git --git-dir "$SERVER" log --all --oneline
+cd "$V"
+
 step "Done. The vault was $V (deleted on exit)."

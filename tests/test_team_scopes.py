@@ -84,3 +84,17 @@ def test_other_agent_cannot_edit_private_vault_through_hooks(vault):
     env["MEMREPO_AGENT"] = "analyst"
     proc = subprocess.run(["git", "-C", str(private), "commit", "-m", "edit"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_import_and_validate_refuse_private_memories_in_the_shared_vault(vault, tmp_path):
+    root = vault.root
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(json.dumps({"summary": "sneaky", "scope": "private:analyst"}) + "\n")
+    proc = cli(root, "import", str(lines), ok=False)
+    assert proc.returncode == 5 and ":scope:" in proc.stderr
+    cli(root, "add", "--summary", "shared one", "--id", "mem_20261201_shared2")
+    path = next(root.glob("memories/L1/*/mem_20261201_shared2.md"))
+    path.write_text(path.read_text().replace("scope: shared", 'scope: "private:analyst"'))
+    git(root, "commit", "-qam", "smuggled past the hook", "--no-verify")
+    proc = cli(root, "validate", ok=False)
+    assert proc.returncode == 1 and "private scope" in proc.stdout + proc.stderr

@@ -826,6 +826,93 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     _out(result.as_dict(), as_json, "\n".join(lines))
 
 
+# ---- team: proposals to the shared pool, citations, sync
+
+@app.command()
+def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1 (e.g. user); required for shared facts."),
+            fact: Optional[str] = typer.Option(None, help="Entity key, part 2 (e.g. ui.theme); required for shared facts."),
+            summary: Optional[str] = typer.Option(None, help="The value (for knowledge: the context summary)."),
+            body: Optional[str] = typer.Option(None, help="Markdown body (default: stdin when it is not a terminal)."),
+            kind: Optional[str] = typer.Option(None, help="Kind; knowledge, pattern and principle are shared knowledge (need --confidence)."),
+            layer: Optional[str] = typer.Option(None), source: Optional[str] = typer.Option(None),
+            confidence: Optional[float] = typer.Option(None, help="How sure the proposer is, 0..1."),
+            weight: Optional[float] = typer.Option(None),
+            tag: List[str] = typer.Option([], "--tag"), link: List[str] = typer.Option([], "--link"),
+            cite: List[str] = typer.Option([], "--cite", help="Memory id this one was derived from (repeatable)."),
+            evidence: List[str] = typer.Option([], "--evidence"), affects: List[str] = typer.Option([], "--affects"),
+            session: Optional[str] = typer.Option(None), memory_id: Optional[str] = typer.Option(None, "--id"),
+            as_json: bool = JsonOpt):
+    """Propose a memory to the shared pool: duplicates reinforce, conflicts go to arbitration."""
+    from memrepo.team import propose as team
+    if body is None:
+        body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
+              "source": source, "tags": tag, "links": link, "cites": cite, "evidence": evidence, "affects": affects,
+              "session": session, "weight": weight, "confidence": confidence}
+    with _vault() as vault:
+        result = team.propose(vault, fields, body, agent=state.agent)
+    where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
+             "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
+             "proposed": f"{result.id} -> proposal {result.proposal} (review: memrepo review {result.proposal})"}[result.outcome]
+    _out(result.as_dict(), as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else ""))
+
+
+@app.command("cite")
+def cite_(ids: List[str] = typer.Argument(..., metavar="ID...", help="Memory ids the output used."),
+          by: str = typer.Option(..., "--by", help="The agent whose output cites them."),
+          ref: str = typer.Option(..., "--ref", help="The output: a file, URL, message or run id."),
+          as_json: bool = JsonOpt):
+    """Record that an agent output cites memories (committed under citations/, travels with sync)."""
+    from memrepo.team import citations
+    with _vault() as vault:
+        commit = citations.cite(vault, ids, by=by, ref=ref)
+    _out({"by": by, "ref": ref, "ids": ids, "commit": commit}, as_json, f"recorded: {ref} by {by} cites {', '.join(ids)} ({commit[:12]})")
+
+
+@app.command("cited-by")
+def cited_by(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
+    """The memories and recorded outputs that cite ID."""
+    from memrepo.team import citations
+    with _vault() as vault:
+        found = citations.cited_by(vault, memory_id)
+    _out([c.as_dict() for c in found], as_json, "\n".join(c.label() for c in found) or f"nothing cites {memory_id}")
+
+
+@app.command()
+def notices(ack: List[int] = typer.Option([], "--ack", help="Acknowledge notice N (repeatable): it is no longer listed."),
+            as_json: bool = JsonOpt):
+    """Citing memories and outputs to re-evaluate because what they cite changed (with --agent: yours)."""
+    from memrepo.team import citations
+    with _vault() as vault:
+        if ack:
+            commit = citations.ack(vault, ack, agent=state.agent)
+            _out({"acknowledged": ack, "commit": commit}, as_json, f"acknowledged {', '.join(map(str, ack))} ({commit[:12]})")
+            return
+        found = citations.notices(vault, agent=state.agent)
+    _out([n.as_dict() for n in found], as_json, "\n".join(n.text() for n in found) or "no notices")
+
+
+
+@app.command()
+def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the team shares the vault through."),
+         as_json: bool = JsonOpt):
+    """Share the vault through a git remote: fetch, merge by meaning, re-check, push (never forced)."""
+    from memrepo.team import sync as team
+    with _vault() as vault:
+        team.install_driver(vault)
+        result = team.sync(vault, remote=remote)
+    lines = [f"{remote}: integrated {result.integrated}; "
+             + (f"pushed {(result.after or '')[:12]}" if result.pushed else "NOT pushed")
+             + (f" after {result.attempts} attempts" if result.attempts > 1 else "")]
+    lines += [f"  conflict proposal {p} (review: memrepo review {p})" for p in result.proposals]
+    lines += [f"  proposal {p} was closed on another clone" for p in result.adopted]
+    lines += [f"  not pushed {ref}: {why}" for ref, why in result.not_pushed.items()]
+    lines += [f"  {n}" for n in result.notes]
+    _out(result.as_dict(), as_json, "\n".join(lines))
+    if not result.pushed:
+        raise typer.Exit(1)
+
+
 @app.command()
 def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
           keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
@@ -913,8 +1000,9 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
 def hooks_install(as_json: bool = JsonOpt):
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
     from memrepo.review import hooks
+    from memrepo.team import sync as team
     with _vault() as vault:
-        lines = list(hooks.install(vault.root))
+        lines = list(hooks.install(vault.root)) + list(team.install_driver(vault))
     _out({"installed": lines}, as_json, "\n".join(lines))
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv and argv[0] == "merge-driver":  # git's merge driver for memory files (memrepo hooks install)
+        from memrepo.team.merge import merge_files
+        return merge_files(*argv[1:5])
     from memrepo.errors import MemrepoError
     from memrepo.review.hooks import run_pre_commit
 

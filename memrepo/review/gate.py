@@ -8,6 +8,13 @@ be one of
 
 * a ``memrepo apply`` merge, recorded under ``refs/memrepo/applied/<proposal>``;
 * a ``memrepo import`` commit (a person's bulk import);
+* a ``memrepo propose`` arbitration commit (``Memrepo-Action: arbitrate``): the vault's
+  ``[arbitration]`` policy (``latest``/``authority``) took the place of the supersede review,
+  and only for memories whose sole high-risk reason is that override (high-risk kinds always
+  go to review);
+* a ``memrepo sync`` merge (``Memrepo-Action: sync``): it brings in versions activated on the
+  other clone's history (audited there) and settles two active values of one fact by the same
+  arbitration policy;
 * the merge (or fast-forward) of a proposal branch that ``memrepo proposals push`` activated:
   an ``activate`` commit on top of the ``propose`` commit that held the memory as
   ``pending_review``, whose file is what main now holds;
@@ -33,7 +40,7 @@ from memrepo.store.checks import RowSet, check_bytes
 from memrepo.store.vault import Vault
 
 OVERRIDE_TRAILER = "Memrepo-Override"
-_TRUSTED_ACTIONS = ("import",)
+_TRUSTED_ACTIONS = ("import", "arbitrate", "sync")
 _PATHSPEC_LIMIT = 400  # more candidates than this: ask git for all memory files and filter
 
 

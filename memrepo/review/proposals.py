@@ -68,7 +68,7 @@ def new_proposal_id(memories: list[Memory]) -> str:
 
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
-           deletes: Iterable[Memory] = ()) -> Proposal:
+           deletes: Iterable[Memory] = (), affected: Iterable[str] = ()) -> Proposal:
     """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock)."""
     deletes = list(deletes)
     base = vault.head()
@@ -78,7 +78,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
         raise Conflict(f"a proposal {pid} already exists; see 'memrepo proposals --all'")
     memories = [m.evolve(proposal=pid, rollback_point=base) for m in memories]
     _check_proposed(vault, memories)
-    card = review_card(vault, memories, reason=reason, base=base, deletes=deletes)
+    card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
     ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
     first = (memories or deletes)[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
@@ -113,8 +113,13 @@ def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
 
 
 def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None,
-                deletes: Iterable[Memory] = ()) -> str:
-    """The five answers a reviewer needs (seed 000), as plain text."""
+                deletes: Iterable[Memory] = (), affected: Iterable[str] = ()) -> str:
+    """The five answers a reviewer needs (seed 000), as plain text.
+
+    ``affected`` names what cites the memory being replaced (memories and agent outputs):
+    they are listed under Affects, as they need re-evaluating when it changes.
+    """
+    affected = list(affected)
     lines = ["Review card", "==========="]
     for m in deletes:
         lines += [f"Delete {m.id} ({m.meta.get('layer')} {m.meta.get('kind')}, subject {m.meta.get('subject')}, "
@@ -129,8 +134,10 @@ def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str 
                   f"1. Triggered by: {meta.get('author', 'unknown')} (source: {meta.get('source')}"
                   + (f", session {meta['session']}" if meta.get("session") else "") + ")",
                   f"2. Supersedes: {_superseded_line(vault, m)}",
+                  *_current_value_lines(vault, m),
                   "3. Evidence: " + ("; ".join(meta.get("evidence", ())) or "none given"),
-                  "4. Affects: " + ("; ".join(meta.get("affects", ())) or _default_affects(meta)),
+                  "4. Affects: " + ("; ".join([*meta.get("affects", ()), *(f"cited by {a}" for a in affected)])
+                                    or _default_affects(meta)),
                   f"5. Rollback point: {base or 'the empty vault'} (main returns here if this is wrong)"]
         if meta.get("links"):
             lines.append("   Links: " + ", ".join(meta["links"]))
@@ -146,6 +153,21 @@ def _superseded_line(vault: Vault, memory: Memory) -> str:
     except NotFound:
         return f"{target} (not found on main)"
     return f"{old.id} (active): {old.meta.get('summary')}"
+
+
+def _current_value_lines(vault: Vault, memory: Memory) -> list[str]:
+    """Both sides of a conflict: who holds the value being replaced and on what evidence."""
+    target = memory.meta.get("supersedes")
+    if not target:
+        return []
+    try:
+        old = vault.get(target)
+    except NotFound:
+        return []
+    return [f"   Current value: {old.meta.get('summary')!r} by {old.meta.get('author', 'unknown')}"
+            f" (evidence: {'; '.join(old.meta.get('evidence', ())) or 'none given'})",
+            f"   Proposed value: {memory.meta.get('summary')!r} by {memory.meta.get('author', 'unknown')}"
+            f" (evidence: {'; '.join(memory.meta.get('evidence', ())) or 'none given'})"]
 
 
 def _default_affects(meta) -> str:

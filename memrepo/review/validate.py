@@ -31,6 +31,7 @@ def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem], dict]
     memory, problems = check_bytes(rel, data)
     if memory is None or not isinstance(memory.meta.get("id"), str):
         return None, problems, {}
+    problems += check_scope(memory, owner=vault.owner, agent=None)
     return Row.of(memory), problems, dict(memory.meta)
 
 

@@ -82,7 +82,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("author", author)
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
-    for key in ("tags", "links", "evidence", "affects"):
+    for key in ("tags", "links", "cites", "evidence", "affects"):
         if key in meta and isinstance(meta[key], list | tuple) and all(isinstance(v, str) for v in meta[key]):
             meta[key] = list(dict.fromkeys(meta[key]))  # other items: the schema refuses them
     return Memory(meta, body)
@@ -102,23 +102,29 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
-        catalog = vault.catalog()
-        decision = risk.assess(memory.meta, catalog, vault.config)
-        if review:
-            decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
-                                     decision.supersedes)
-        status = "pending_review" if decision.high else "active"
-        memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
-                               supersedes=decision.supersedes.id if decision.supersedes else None)
-        if decision.high:
-            from memrepo.review import proposals
-            _check_alone(vault, memory)
-            proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
-            return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
-                               decision.level, decision.reason, memory.supersedes)
-        writes = [memory] + _superseded(vault, decision.supersedes, memory)
-        vault.check_new(writes)
-        result = vault.commit(writes=writes, message=message_for("add", memory))
+        return write_locked(vault, memory, push=push, remote=remote, review=review)
+
+
+def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
+                 review: str | None = None) -> WriteResult:
+    """The rest of :func:`add` for a caller that already holds the vault lock on main."""
+    catalog = vault.catalog()
+    decision = risk.assess(memory.meta, catalog, vault.config)
+    if review:
+        decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
+                                 decision.supersedes)
+    status = "pending_review" if decision.high else "active"
+    memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
+                           supersedes=decision.supersedes.id if decision.supersedes else None)
+    if decision.high:
+        from memrepo.review import proposals
+        _check_alone(vault, memory)
+        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
+        return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
+                           decision.level, decision.reason, memory.supersedes)
+    writes = [memory] + _superseded(vault, decision.supersedes, memory)
+    vault.check_new(writes)
+    result = vault.commit(writes=writes, message=message_for("add", memory))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
 
@@ -237,6 +243,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     good: list[Memory] = []
     for i, (n, memory) in enumerate(items, start=1):
         found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.

@@ -88,13 +88,14 @@ class Catalog:
         self._apply_changes(changes, commit, full=current is None)
 
     def _apply_changes(self, changes: list[git.Change], commit: str, *, full: bool) -> None:
-        with git.BlobReader(self.root) as reader:
-            upserts, deletes = [], []
-            for ch in changes:
-                if ch.status == "D":
-                    deletes.append(ch.path)
-                elif ch.path.endswith(".md"):
-                    upserts.append(_row_values(ch.path, reader.read(ch.sha), ch.sha, ch.mode))
+        # One batched read: a sync or a checkout can bring thousands of files at once.
+        blobs = git.read_blobs(self.root, [ch.sha for ch in changes if ch.status != "D" and ch.path.endswith(".md")])
+        upserts, deletes = [], []
+        for ch in changes:
+            if ch.status == "D":
+                deletes.append(ch.path)
+            elif ch.path.endswith(".md"):
+                upserts.append(_row_values(ch.path, blobs[ch.sha], ch.sha, ch.mode))
         self.db.execute("BEGIN IMMEDIATE")
         try:
             if full:

@@ -345,3 +345,88 @@ def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000
 def exists(root: Path, rev_path: str) -> bool:
     """True when ``REV:path`` names an object."""
     return bool(run(root, "rev-parse", "-q", "--verify", rev_path, check=False).strip())
+
+
+def grep_files(root: Path, rev: str, pattern: str, paths: Iterable[str]) -> list[str]:
+    """Paths (in ``rev``) of files under ``paths`` with a line matching the extended regex."""
+    out = run(root, "grep", "-l", "-z", "-E", "-e", pattern, rev, "--", *paths, check=False)
+    return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
+
+
+def remotes(root: Path) -> list[str]:
+    return run(root, "remote").split()
+
+
+def fetch(root: Path, remote: str, refspecs: Iterable[str]) -> None:
+    """Fetch ``refspecs`` from ``remote`` (remote-tracking refs only move; nothing is pushed)."""
+    run(root, "fetch", "--quiet", "--no-tags", remote, *refspecs)
+
+
+def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
+    """Push without ever forcing; returns local ref -> git's per-ref result ('ok', 'up to date',
+    'rejected: ...'). Raises GitError when the remote could not be reached at all."""
+    proc = subprocess.run(["git", "-C", str(root), "push", "--porcelain", remote, *refspecs],
+                          capture_output=True, env=clean_env())
+    out = proc.stdout.decode("utf-8", "replace")
+    results = {}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1:
+            flag, refs, summary = parts[0], parts[1], parts[2]
+            local = refs.split(":", 1)[0]
+            results[local] = "rejected: " + summary if flag == "!" else ("up to date" if flag == "=" else "ok")
+    if proc.returncode != 0 and not results:
+        raise GitError(f"git push to {remote} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    return results
+
+
+def merge_base(root: Path, a: str, b: str) -> str | None:
+    return run(root, "merge-base", a, b, check=False).strip() or None
+
+
+def is_ancestor(root: Path, a: str, b: str) -> bool:
+    """True when commit ``a`` is reachable from ``b`` (or is ``b``)."""
+    proc = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", a, b], capture_output=True, env=clean_env())
+    return proc.returncode == 0
+
+
+def refs(root: Path, pattern: str) -> dict[str, str]:
+    """ref -> commit for every ref matching ``pattern`` (a for-each-ref pattern)."""
+    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
+def merge_commit_of(root: Path, commit: str, rev: str) -> str | None:
+    """The first merge on ``rev``'s first-parent line that brought ``commit`` in."""
+    out = run(root, "rev-list", "--first-parent", "--merges", "--reverse", "--ancestry-path", f"{commit}..{rev}", check=False)
+    return next(iter(out.split()), None)
+
+
+def set_config(root: Path, key: str, value: str) -> None:
+    run(root, "config", key, value)
+
+
+def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
+    """Many blobs in one ``git cat-file --batch`` call, fed and drained at once (no
+    per-object round trip: a thousand blobs cost one process, not a thousand pipe turns)."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    out = run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
+    found, pos = {}, 0
+    for sha in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) < 3 or header[1] == b"missing":
+            raise GitError(f"object {sha} is missing from the repository")
+        size = int(header[2])
+        found[sha] = out[end + 1:end + 1 + size]
+        pos = end + 1 + size + 1
+    return found
+
+
+def run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
+    proc = subprocess.run(["git", "-C", str(root), *args], input=payload, capture_output=True, env=clean_env())
+    if proc.returncode != 0:
+        raise GitError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
 from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
-from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id
+from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import git
 from memrepo.store.lock import locked
@@ -282,11 +282,13 @@ class Vault:
 
     def commit(self, *, writes: Iterable[Memory] = (), deletes: Iterable[str] = (), message: str,
                branch: str | None = None, parent: str | None = None, merge: Iterable[str] = (),
-               expect: str | None = None, files: dict[str, bytes | None] | None = None) -> CommitResult:
+               expect: str | None = None, files: dict[str, bytes | None] | None = None,
+               parsed: Iterable[Memory] = ()) -> CommitResult:
         """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip.
 
         ``files`` are other paths as raw bytes (None deletes): citation records, a merged
-        remote's files; the catalog then catches up from git instead of from ``writes``.
+        remote's files; the catalog then catches up from git instead of from ``writes``, unless
+        ``parsed`` holds the parsed memory of every memory file in ``files``.
         """
         writes, deletes = list(writes), list(deletes)
         ref = f"refs/heads/{branch or self.main_branch}"
@@ -311,11 +313,37 @@ class Vault:
             self._update_checkout(changes)
             self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
-            if files:
+            parsed = list(parsed)
+            known = {m.path for m in parsed}
+            raw = [p for p, data in (files or {}).items() if data is not None and is_memory_path(p) and p not in known]
+            if raw:
                 self._catalog.sync(sha)
             else:
-                self._catalog.record(writes, deletes, old, sha)
+                gone = [p for p, data in (files or {}).items() if data is None and is_memory_path(p)]
+                self._catalog.record(writes + parsed, deletes + gone, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
+
+    def fast_forward(self, new: str) -> CommitResult:
+        """Move main forward to ``new``, a descendant of its tip (caller holds the lock), and
+        bring the checkout along with the same journaled update as :meth:`commit`."""
+        ref = self.main_ref
+        old = git.rev_parse(self.root, ref)
+        diff = git.diff_tree(self.root, old, new)
+        checked_out = git.head_ref(self.root) == ref
+        if checked_out:
+            self._refuse_dirty([c.path for c in diff])
+        blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
+        changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
+        if checked_out:
+            self._write_journal(ref, new, list(changes))
+        git.update_ref(self.root, ref, new, old, "memrepo: sync fast-forward")
+        if checked_out:
+            self._update_checkout(changes)
+            self._journal_path().unlink(missing_ok=True)
+        self._config = None
+        if self._catalog is not None:
+            self._catalog.sync(new)
+        return CommitResult(new, tuple(sorted(changes)))
 
     def _refuse_dirty(self, paths: List[str]) -> None:
         # A path that exists nowhere in the working tree cannot hold uncommitted edits (a new
