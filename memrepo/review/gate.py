@@ -129,7 +129,8 @@ def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
 
 class _StateCache:
     def __init__(self, reader: git.BlobReader, config: Config):
-        self.reader, self.config, self.cache = reader, config, {}
+        self.reader, self.config = reader, config
+        self.cache: dict[str, _State | None] = {}
 
     def __call__(self, sha: str, path: str) -> _State | None:
         if sha == git.ZERO:
@@ -167,7 +168,8 @@ def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied:
             return None
         if found.get(OVERRIDE_TRAILER):
             return entry, "", found[OVERRIDE_TRAILER]
-        new = [c for c in changes if c.new_sha != git.ZERO and states(c.new_sha, c.path).active_high]
+        new = [c for c in changes if c.new_sha != git.ZERO
+               and (state := states(c.new_sha, c.path)) is not None and state.active_high]
         if new and _from_pushed_proposal(vault, entry, memory_id, new[0].new_sha):
             return None
         restored = _restored_from(steps, j, next(s for s in after if s.active_high).key)
@@ -234,5 +236,4 @@ def git_trailers(message: str) -> dict[str, str]:
 
 
 def _refs(vault: Vault, prefix: str) -> Iterable[tuple[str, str]]:
-    out = git.run(vault.root, "for-each-ref", "--format=%(refname)%09%(objectname)", prefix)
-    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+    return list(git.refs(vault.root, prefix).items())

@@ -46,7 +46,7 @@ class Proposal:
     author: str
     created: str
     reason: str
-    outcome: dict[str, str] = field(default_factory=dict)
+    outcome: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "branch": self.branch, "status": self.status, "memories": list(self.ids),
@@ -195,7 +195,7 @@ def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.L
     raise InvalidMemory([], f"{tip[:12]} is not a memrepo proposal (no 'Memrepo-Action: propose' commit)")
 
 
-def _load(vault: Vault, pid: str, tip: str, status: str, branch: str, outcome: dict[str, str]) -> Proposal:
+def _load(vault: Vault, pid: str, tip: str, status: str, branch: str, outcome: dict[str, Any]) -> Proposal:
     commit, found, entry = _proposal_commit(vault, tip)
     return Proposal(id=pid, branch=branch, commit=commit, tip=tip, base=found.get("Memrepo-Base", ""),
                     ids=tuple(filter(None, found.get("Memrepo-Ids", "").split(","))), status=status,

@@ -193,11 +193,6 @@ class BlobReader:
         self.close()
 
 
-def refs(root: Path, prefix: str) -> list[str]:
-    """Full names of the refs under ``prefix`` (e.g. ``refs/heads/proposal/``)."""
-    return run(root, "for-each-ref", "--format=%(refname)", prefix).split()
-
-
 def read_blob(root: Path, rev_path: str) -> bytes:
     """Bytes of ``REV:path`` or of a blob id."""
     return run_bytes(root, "cat-file", "blob", rev_path)
