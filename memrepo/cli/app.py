@@ -225,7 +225,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
     """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
     from memrepo.review import writes as memories
     if body is None:
-        body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        body = _stdin_text()
     fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
               "source": source, "author": author, "tags": tag, "links": link, "evidence": evidence,
               "affects": affects, "session": session, "scope": scope, "weight": weight,
@@ -623,7 +623,16 @@ HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload 
 
 
 def _stdin_text() -> str:
-    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    """Standard input as UTF-8 text ("" on a terminal); other bytes are a one-line error."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        from memrepo.errors import UsageError
+        line = data[:e.start].count(b"\n") + 1
+        raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
 def _hook_safe(fn):
