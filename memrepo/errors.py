@@ -20,6 +20,7 @@ exit  code         meaning
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 
 EXIT_CODES: dict[str, int] = {"failed": 1, "usage": 2, "not_found": 3, "conflict": 4, "invalid": 5, "busy": 75}
@@ -88,7 +89,7 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path}:{self.field}: {self.message}"
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, Any]:
         """``{path, field, line, message}``; the line is also read from ``file:line N`` paths
         and ``line N`` fields, the forms the import and the front-matter loader use."""
         path, line = self.path, self.line

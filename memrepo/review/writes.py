@@ -257,7 +257,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     with vault.lock():
         good, cross = _cross_check(vault, good, name, line_of)
         problems += cross
-        problems.sort(key=lambda p: p.line or 0)  # in line order, whichever check found them
+        problems.sort(key=lambda p: p.as_dict()["line"] or 0)  # in line order, whichever check found them
         if problems and not skip_invalid:
             raise InvalidMemory(problems, "nothing was imported; fix these lines or pass --skip-invalid")
         if not good:
