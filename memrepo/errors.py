@@ -20,8 +20,8 @@ exit  code         meaning
 from __future__ import annotations
 
 import re
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 EXIT_CODES: dict[str, int] = {"failed": 1, "usage": 2, "not_found": 3, "conflict": 4, "invalid": 5, "busy": 75}
 
