@@ -98,6 +98,12 @@ class MemrepoGroup(TyperGroup):
 
 # The end of each command's --help: one or two examples (a test requires one for every command).
 EXAMPLES: dict[str, str] = {
+    "propose": "memrepo propose --agent analyst --subject user --fact ui.theme --summary dark --json\n"
+               "memrepo propose --agent reviewer --kind knowledge --summary \"Retry flaky CI once\" --confidence 0.7",
+    "cite": "memrepo cite --by analyst --ref report-2026-12-01 mem_20261201_7k3p9x",
+    "cited-by": "memrepo cited-by mem_20261201_7k3p9x --json",
+    "notices": "memrepo notices --agent analyst\nmemrepo notices --ack 3f9a1c",
+    "sync": "memrepo sync\nmemrepo sync --remote origin --json",
     "init": "memrepo init ~/agent-memory",
     "add": "memrepo add --subject project-alpha --kind decision --summary \"Ship 2.3 after the migration\" --body \"...\"\n"
            "echo \"body\" | memrepo add --subject user --kind preference --summary \"Short answers\" --json",
@@ -834,13 +840,17 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
             summary: Optional[str] = typer.Option(None, help="The value (for knowledge: the context summary)."),
             body: Optional[str] = typer.Option(None, help="Markdown body (default: stdin when it is not a terminal)."),
             kind: Optional[str] = typer.Option(None, help="Kind; knowledge, pattern and principle are shared knowledge (need --confidence)."),
-            layer: Optional[str] = typer.Option(None), source: Optional[str] = typer.Option(None),
+            layer: Optional[str] = typer.Option(None, help="L1 .. L4 (default L2 for the shared pool)."),
+            source: Optional[str] = typer.Option(None, help="user (default), model-inference, tool, import, distill, flush."),
             confidence: Optional[float] = typer.Option(None, help="How sure the proposer is, 0..1."),
-            weight: Optional[float] = typer.Option(None),
-            tag: List[str] = typer.Option([], "--tag"), link: List[str] = typer.Option([], "--link"),
+            weight: Optional[float] = typer.Option(None, help="Base weight 0..1."),
+            tag: List[str] = typer.Option([], "--tag", help="Business tag (repeatable)."),
+            link: List[str] = typer.Option([], "--link", help="Related memory id (repeatable)."),
             cite: List[str] = typer.Option([], "--cite", help="Memory id this one was derived from (repeatable)."),
-            evidence: List[str] = typer.Option([], "--evidence"), affects: List[str] = typer.Option([], "--affects"),
-            session: Optional[str] = typer.Option(None), memory_id: Optional[str] = typer.Option(None, "--id"),
+            evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
+            affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
+            session: Optional[str] = typer.Option(None, help="Agent session id."),
+            memory_id: Optional[str] = typer.Option(None, "--id", help="Id to use (default: generated)."),
             as_json: bool = JsonOpt):
     """Propose a memory to the shared pool: duplicates reinforce, conflicts go to arbitration."""
     from memrepo.team import propose as team
