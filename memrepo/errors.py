@@ -67,3 +67,11 @@ class InvalidMemory(MemrepoError):
         if hint:
             lines.append(hint)
         super().__init__("\n".join(lines))
+
+
+class RefMoved(Busy):
+    """A branch moved between reading it and writing it (compare-and-swap failed): retry."""
+
+
+class GitLocked(Busy):
+    """git's own lock file (``index.lock``, ``packed-refs.lock``, ...) is taken."""

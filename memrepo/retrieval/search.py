@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -211,18 +211,19 @@ def make_query(text: str, **filters: Any):
 
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
-    from memrepo.retrieval.index import IndexCorrupt
+    from memrepo.retrieval.index import IndexCorrupt, MemoryIndex
     report = sync(vault)
-    index = _index(vault)
+    s = stats(vault)
     try:
-        results = index.search_many(queries)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
-        results = _index(vault).search_many(queries)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries)
     if log_recalls and session:
-        s = stats(vault)
         for result in results:
             s.record_recall(session, result.query, [h.id for h in result.hits])
+    if s.notice:
+        report = replace(report, notice="; ".join(filter(None, (report.notice, s.notice))))
     return results, report
 
 
@@ -261,7 +262,10 @@ def read_queries(path: Path) -> list[tuple[Any, Any]]:
     return out
 
 
-def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> None:
-    """Record that a recalled memory helped (heat; the strongest signal)."""
+def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> str | None:
+    """Record that a recalled memory helped (heat; the strongest signal). Returns a notice
+    when the statistics file was damaged and kept aside."""
     vault.get(memory_id)
-    stats(vault).mark_useful(memory_id, session=session)
+    s = stats(vault)
+    s.mark_useful(memory_id, session=session)
+    return s.notice

@@ -15,8 +15,8 @@ from typing import Any, Callable
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
-from memrepo.store import git
-from memrepo.store.checks import Overlay, Row, check_memory, check_rows
+from memrepo.store import faults, git
+from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
@@ -85,6 +85,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     with vault.lock():
         vault.require_main_checkout()
         catalog = vault.catalog()
+        taken = check_new_ids([Row.of(memory)], catalog)
+        if taken:
+            raise InvalidMemory(taken, "nothing was written")
         decision = risk.assess(memory.meta, catalog, vault.config)
         status = "pending_review" if decision.high else "active"
         memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
@@ -92,11 +95,13 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         if decision.high:
             from memrepo.review import proposals
             _check_alone(vault, memory)
+            faults.point("add-checked")
             proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
             return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                                decision.level, decision.reason, memory.supersedes)
         writes = [memory] + _superseded(vault, decision.supersedes, memory)
         vault.check_new(writes)
+        faults.point("add-checked")
         result = vault.commit(writes=writes, message=message_for("add", memory))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
@@ -237,6 +242,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
             pending = [m.evolve(status="pending_review") if m.meta["status"] == "active" else m for m in good]
             proposal = proposals.create(vault, pending, reason=f"bulk import of {len(good)} memories from {Path(path).name}")
             return ImportResult(len(good), None, proposal.id, tuple(problems))
+        faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
         result = vault.commit(writes=good, message=message)
@@ -248,7 +254,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
 def _cross_check(vault: Vault, memories: list[Memory], name: str, line_of: dict[str, int]) -> tuple[list[Memory], list[Problem]]:
     """Invariants across the batch and against the vault; drops the memories that fail."""
     rows = [Row.of(m) for m in memories]
-    found = check_rows(rows, Overlay(vault.catalog(), rows))
+    found = check_new_ids(rows, vault.catalog()) + check_rows(rows, Overlay(vault.catalog(), rows))
     bad_paths = {p.path for p in found}
     problems = [Problem(f"{name}:line {line_of.get(p.path, '?')}", p.field, p.message) for p in found]
     return [m for m in memories if m.path not in bad_paths], problems
