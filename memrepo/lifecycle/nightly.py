@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from memrepo.errors import Busy, Conflict, UsageError
 from memrepo.model import Memory, parse_timestamp
-from memrepo.store import git
+from memrepo.store import faults, git
 from memrepo.store.lock import locked
 from memrepo.store.vault import Vault
 
@@ -177,6 +177,7 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
             pid = _free_proposal_id(vault, f"{'promote' if promote else 'distill'}_{when:%Y%m%d}")
             reason = (f"nightly {'promotion' if promote else 'distill'}: {len(memories)} pattern(s) recurring on "
                       f">= {params['min_occurrences']} distinct {params['count_by'].replace('_', ' ')}s")
+            faults.point("distill-proposed")
             proposal_id = proposals.create(vault, memories, reason=reason, proposal_id=pid).id
     report = DistillReport(
         now=when.isoformat(), layer=target, considered=result.considered,

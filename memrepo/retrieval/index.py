@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from memrepo import text
 from memrepo.model import epoch_seconds
+from memrepo.store import faults
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.stats import Stats
@@ -274,6 +275,7 @@ class MemoryIndex:
             if progress:
                 progress(n)
             self._write_meta(gen, commit)
+            faults.point("reindex-built")
             _atomic_write(self.dir / "CURRENT", gen)
             if old and old != gen:
                 _remove_gen(self.dir, old)

@@ -77,7 +77,7 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
-_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock")
+_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock")
 
 
 @lru_cache(maxsize=256)
@@ -318,8 +318,8 @@ def lock_files(root: Path, refs: Iterable[str], *, deleting: bool, index: bool =
     found = [str(common / f"{ref}.lock") for ref in refs]
     if deleting:
         found.append(str(common / "packed-refs.lock"))
-    if index:
-        found.append(str(git_path(root, "index.lock")))
+    if index:  # the ref HEAD points at: git locks HEAD too (its reflog), and the index
+        found += [str(git_path(root, "HEAD.lock")), str(git_path(root, "index.lock"))]
     return found
 
 
