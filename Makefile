@@ -29,6 +29,7 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
+	$(BIN)/mypy memrepo/store memrepo/review memrepo/api.py
 
 # Lint first (seconds), then the suite.
 test: lint

@@ -13,7 +13,7 @@ scores the ranked ids with the kit's own ``recall_at_k.py`` functions.
 
 ``--in-process`` indexes the converted memories with ``MemoryIndex`` directly and runs the
 queries in this process; only this mode takes ``--set FIELD=VALUE`` to override a
-:class:`memrepo.retrieval.index.Tuning` field (ablations). Both modes give the same ranking with the
+:class:`memrepo.retrieval.ranking.Tuning` field (ablations). Both modes give the same ranking with the
 default tuning.
 """
 from __future__ import annotations
@@ -28,7 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrepo.retrieval.index import IndexDoc, MemoryIndex, SearchQuery, Tuning
+from memrepo.retrieval.fields import IndexDoc
+from memrepo.retrieval.index import MemoryIndex
+from memrepo.retrieval.ranking import SearchQuery, Tuning
 
 DEFAULT_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 SETS = {

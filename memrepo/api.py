@@ -31,12 +31,19 @@ _OWNERS = {
     "why": "memrepo.review.provenance", "rollback": "memrepo.review.provenance",
     "fact_history": "memrepo.review.provenance",
     "validate_tree": "memrepo.review.validate", "validate_paths": "memrepo.review.validate",
+    "validate_vault": "memrepo.review.validate",
     "search": "memrepo.retrieval.search", "search_many": "memrepo.retrieval.search",
     "make_query": "memrepo.retrieval.search", "mark_useful": "memrepo.retrieval.search",
     "rebuild": "memrepo.retrieval.search",
-    "distill": "memrepo.lifecycle.nightly", "decay": "memrepo.lifecycle.nightly",
-    "cleanup": "memrepo.lifecycle.nightly", "nightly": "memrepo.lifecycle.nightly",
-    "install_schedule": "memrepo.lifecycle.nightly",
+    "distill": "memrepo.lifecycle.distill_run", "known_patterns": "memrepo.lifecycle.distill_run",
+    "decay": "memrepo.lifecycle.decay_run", "cleanup": "memrepo.lifecycle.decay_run",
+    "build_graph": "memrepo.lifecycle.decay_run",
+    "nightly": "memrepo.lifecycle.nightly",
+    "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
+    "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
+    "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
+    "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
+    "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }
 
 __all__ = sorted([*_OWNERS, "init"])

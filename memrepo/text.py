@@ -1,4 +1,4 @@
-"""Language-aware term extraction shared by search and distill (no outside libraries).
+"""Language-aware term extraction shared by search and distill (its one outside import is Whoosh's Porter stemmer).
 
 Latin text becomes lower-cased word tokens, stemmed with the Porter stemmer; runs of CJK
 characters become overlapping character bigrams (plus the single characters when

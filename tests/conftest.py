@@ -36,10 +36,14 @@ def vault(tmp_path) -> Vault:
     v.close()
 
 
+def person_env() -> dict[str, str]:
+    """The environment a person's shell has: ours without the GIT_* variables a hook run sets."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+
+
 def git(root: Path, *args: str) -> str:
     """Run git in ``root`` as a person would; raise on failure."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=person_env())
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}{proc.stdout}")
     return proc.stdout

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app
@@ -14,9 +13,6 @@ from memrepo.review import writes as memories
 
 runner = CliRunner()
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 def commit(root, *args: str) -> subprocess.CompletedProcess:
@@ -171,7 +167,12 @@ def test_hand_override_of_an_active_fact_on_main_is_refused_but_no_verify_overri
     assert proc.returncode == 0
     assert git(vault.root, "log", "-1", "--format=%s").strip() == "deliberate override"
     from memrepo.review import validate
+    # --no-verify passes the hook but not the audit, until the commit says why (issue 9, case 8)
+    assert [(p.path, p.field) for p in validate.validate_tree(vault)] == [("memories/L2/mem_new.md", "status")]
+    proc = commit(vault.root, "--amend", "--no-verify", "-m", "deliberate override\n\nMemrepo-Override: pool size agreed in standup")
+    assert proc.returncode == 0
     assert validate.validate_tree(vault) == []
+    assert [o.reason for o in validate.validate_vault(vault).overrides] == ["pool size agreed in standup"]
 
 
 def test_editing_an_already_active_high_risk_memory_is_allowed(vault):
@@ -202,7 +203,7 @@ def test_stray_file_under_memories_is_refused(vault):
 def test_validate_exit_codes_and_json(vault, monkeypatch):
     root = str(vault.root)
     ok = runner.invoke(app, ["--vault", root, "validate", "--json"])
-    assert ok.exit_code == 0 and json.loads(ok.stdout) == {"ok": True, "problems": []}
+    assert ok.exit_code == 0 and json.loads(ok.stdout) == {"ok": True, "problems": [], "overrides": []}
     good = write(vault, "memories/L2/mem_good.md", memory_text("mem_good"))
     bad = write(vault, "memories/L2/mem_bad.md", memory_text("mem_bad", kind="gossip", extra="confidence: 2"))
     monkeypatch.chdir(vault.root)

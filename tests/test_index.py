@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memrepo.retrieval.index import IndexCorrupt, IndexDoc, MemoryIndex, SearchQuery
+from memrepo.retrieval.fields import IndexDoc
+from memrepo.retrieval.index import IndexCorrupt, MemoryIndex
+from memrepo.retrieval.ranking import SearchQuery
 from memrepo.retrieval.stats import Stats
 
 
@@ -207,3 +209,19 @@ def test_transcript_query_weighs_the_users_words_over_the_assistants(tmp_path):
     # the same words without speaker labels are plain text: the longer match wins
     plain = "I will do a magic show! try deep breathing, stay calm. thanks"
     assert ids(ix, plain)[0] == "calm"
+
+
+def test_parallel_rebuild_matches_a_serial_one(tmp_path):
+    """The bulk builder's forked path (Whoosh internals: see retrieval/builder.py) gives the
+    same index as the serial one, then takes an update and its merge."""
+    from memrepo.retrieval.builder import PARALLEL_MIN_DOCS
+    many = DOCS + [doc(f"n{i}", f"note {i} about topic{i % 97}", f"body of note {i} with word{i % 13}")
+                   for i in range(PARALLEL_MIN_DOCS)]
+    serial, parallel = MemoryIndex(tmp_path / "serial"), MemoryIndex(tmp_path / "parallel")
+    assert serial.rebuild(many, commit="c1", procs=1) == len(many)
+    assert parallel.rebuild(iter(many), commit="c1", procs=2) == len(many)
+    for query in ("topic5 word3", "数据库", "release.auto_publish", "note 2400"):
+        assert ids(parallel, query) == ids(serial, query), query
+    for k in range(6):  # enough commits for the tiered merge policy to merge segments
+        parallel.update(upserts=[doc(f"u{k}", f"fresh kafka note {k}")], deletes=["n1"], commit=f"c{k + 2}")
+    assert len(ids(parallel, "fresh kafka note", limit=20)) == 6 and "n1" not in ids(parallel, "note 1 topic1")

@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from memrepo import api
 from memrepo.cli.app import app, main
 from memrepo.errors import Busy
-from memrepo.lifecycle import nightly as lifecycle
 from memrepo.retrieval import search
 from memrepo.review import proposals
 from memrepo.review import writes as memories
@@ -87,7 +86,7 @@ def main_tip(vault) -> str:
 def test_three_paraphrases_make_one_candidate_on_one_branch(vault, log):
     load(vault, log + NOISE)
     before, branches = main_tip(vault), proposal_branches(vault)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
 
     assert main_tip(vault) == before  # main untouched, checkout clean
     clean(vault)
@@ -111,7 +110,7 @@ def test_three_paraphrases_make_one_candidate_on_one_branch(vault, log):
 def test_two_occurrences_are_not_enough(vault):
     load(vault, DARK_EN[:2] + NOISE)
     before = main_tip(vault)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     assert report.candidates == () and report.proposal is None
     assert proposal_branches(vault) == [] and main_tip(vault) == before
 
@@ -120,16 +119,16 @@ def test_three_on_the_same_day_and_session_are_not_enough(vault):
     same = [{**e, "created": f"2026-11-09T{9 + i:02d}:00:00+08:00", "session": "sess-one"}
             for i, e in enumerate(DARK_EN)]
     load(vault, same + NOISE)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     assert report.candidates == () and proposal_branches(vault) == []
 
 
 def test_rerun_the_same_night_proposes_nothing_new(vault):
     load(vault, DARK_EN + DARK_ZH + NOISE)
-    first = lifecycle.distill(vault, now=NOW)
+    first = api.distill(vault, now=NOW)
     assert len(first.candidates) == 2
     refs = git(vault.root, "for-each-ref")
-    second = lifecycle.distill(vault, now=NOW)
+    second = api.distill(vault, now=NOW)
     assert second.candidates == () and second.proposal is None
     assert {s["status"] for s in second.suppressed} == {"proposed"}
     assert git(vault.root, "for-each-ref") == refs
@@ -137,14 +136,14 @@ def test_rerun_the_same_night_proposes_nothing_new(vault):
 
 def test_applied_pattern_is_reinforced_not_duplicated(vault):
     load(vault, DARK_EN + NOISE)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     pattern = report.candidates[0]["id"]
     proposals.apply(vault, report.proposal)
     assert vault.get(pattern).meta["status"] == "active"
     clean(vault)
 
     load(vault, [DARK_EN_4TH], name="day22.jsonl")
-    later = lifecycle.distill(vault, now="2026-11-23")
+    later = api.distill(vault, now="2026-11-23")
     assert later.candidates == () and later.proposal is None
     assert later.reinforcements == ({"pattern": pattern, "new_members": ["l1_dark_4"]},)
     assert proposal_branches(vault) == []
@@ -155,11 +154,11 @@ def test_applied_pattern_is_reinforced_not_duplicated(vault):
 
 def test_rejected_pattern_is_not_proposed_again(vault):
     load(vault, DARK_EN + NOISE)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     proposals.reject(vault, report.proposal, why="not a lasting preference")
-    assert lifecycle.distill(vault, now=NOW).candidates == ()
+    assert api.distill(vault, now=NOW).candidates == ()
     load(vault, [DARK_EN_4TH], name="day22.jsonl")
-    later = lifecycle.distill(vault, now="2026-11-23")
+    later = api.distill(vault, now="2026-11-23")
     assert later.candidates == () and later.proposal is None
     assert [s["status"] for s in later.suppressed] == ["rejected"]
     assert proposal_branches(vault) == []
@@ -167,7 +166,7 @@ def test_rejected_pattern_is_not_proposed_again(vault):
 
 def test_apply_only_one_candidate_declines_the_other_for_good(vault):
     load(vault, DARK_EN + DARK_ZH + NOISE)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     by_lang = {("zh" if c["members"][0].startswith("l1_zh") else "en"): c["id"] for c in report.candidates}
     out = runner.invoke(app, ["--vault", str(vault.root), "apply", report.proposal, "--only", by_lang["en"]])
     assert out.exit_code == 0, out.output
@@ -175,18 +174,18 @@ def test_apply_only_one_candidate_declines_the_other_for_good(vault):
     assert {r["id"] for r in vault.list(layer="L2")} == {by_lang["en"]}
     assert proposal_branches(vault) == []
 
-    again = lifecycle.distill(vault, now=NOW)
+    again = api.distill(vault, now=NOW)
     assert again.candidates == () and again.proposal is None
     assert {s["pattern"]: s["status"] for s in again.suppressed} == {by_lang["zh"]: "rejected"}
 
 
 def test_pattern_taken_back_with_git_revert_is_not_proposed_again(vault):
     load(vault, DARK_EN + NOISE)
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     merge = proposals.apply(vault, report.proposal)
     git(vault.root, "revert", "--no-edit", "-m", "1", merge)  # the undo 'memrepo apply' prints
     assert vault.list(layer="L2") == []
-    again = lifecycle.distill(vault, now=NOW)
+    again = api.distill(vault, now=NOW)
     assert again.candidates == () and again.proposal is None
     assert [s["status"] for s in again.suppressed] == ["rejected"]
     assert proposal_branches(vault) == []
@@ -196,7 +195,7 @@ def test_distill_with_another_branch_checked_out_leaves_the_checkout_alone(vault
     load(vault, DARK_EN + NOISE)
     git(vault.root, "switch", "-qc", "notes")
     head = git(vault.root, "rev-parse", "HEAD")
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     assert report.proposal == "distill_20261120"
     assert git(vault.root, "rev-parse", "HEAD") == head
     assert git(vault.root, "symbolic-ref", "HEAD").strip() == "refs/heads/notes"
@@ -213,7 +212,7 @@ def test_malformed_entry_is_skipped_and_reported(vault):
     (vault.root / rel).write_text(BAD_ENTRY, encoding="utf-8")
     git(vault.root, "add", rel)
     git(vault.root, "commit", "-qm", "hand-written, broken", "--no-verify")
-    report = lifecycle.distill(vault, now=NOW)
+    report = api.distill(vault, now=NOW)
     assert len(report.candidates) == 1 and report.proposal
     assert any("l1_broken" in s["id"] for s in report.skipped)
     out = runner.invoke(app, ["--vault", str(vault.root), "distill", "--now", NOW, "--dry-run"])
@@ -225,7 +224,7 @@ def test_same_input_gives_the_same_candidates(tmp_path):
     for name in ("a", "b"):
         v = api.init(tmp_path / name)
         load(v, list(reversed(DARK_EN + DARK_ZH + NOISE)) if name == "b" else DARK_EN + DARK_ZH + NOISE)
-        report = lifecycle.distill(v, now=NOW)
+        report = api.distill(v, now=NOW)
         mems = proposals.memories_of(v, proposals.get(v, report.proposal))
         results.append(sorted((m.id, m.meta["summary"], m.body, tuple(m.meta["links"])) for m in mems))
         v.close()
@@ -239,10 +238,10 @@ def test_promote_l2_to_l3_needs_its_higher_threshold(vault):
                 "summary": f"User insists every code review checks error handling (week {i})",
                 "body": "Reviews must check error handling and logging before approval."}
     load(vault, [l2(i, d) for i, d in enumerate((1, 8, 15, 22))])
-    assert lifecycle.distill(vault, now=NOW, promote=True).candidates == ()  # 4 < 5
-    assert lifecycle.distill(vault, now=NOW).candidates == ()  # L2 entries are not L1 input
+    assert api.distill(vault, now=NOW, promote=True).candidates == ()  # 4 < 5
+    assert api.distill(vault, now=NOW).candidates == ()  # L2 entries are not L1 input
     load(vault, [l2(4, 36)], name="more.jsonl")
-    report = lifecycle.distill(vault, now=NOW, promote=True)
+    report = api.distill(vault, now=NOW, promote=True)
     assert len(report.candidates) == 1 and report.layer == "L3"
     assert report.proposal == "promote_20261120"
     [memory] = proposals.memories_of(vault, proposals.get(vault, report.proposal))
@@ -265,7 +264,7 @@ def test_keystones_are_never_archived(vault):
                  old_memory("mem_key_linked", "all services use UTC timestamps"),
                  *[old_memory(f"mem_user_{i}", f"service {i} logs in UTC", links=["mem_key_linked"]) for i in range(3)],
                  old_memory("mem_cold", "the old wiki moved to confluence in 2019")])
-    report = lifecycle.decay(vault, now=LATER)
+    report = api.decay(vault, now=LATER)
     actions = {d["id"]: d for d in report.decisions}
     assert actions["mem_key_weight"]["action"] == "keep" and "keystone" in actions["mem_key_weight"]["reason"]
     assert actions["mem_key_linked"]["action"] == "keep" and "keystone" in actions["mem_key_linked"]["reason"]
@@ -283,7 +282,7 @@ def test_recent_recalls_keep_an_old_memory(vault):
         result, _ = search.search(vault, "kafka retention", session=session, log_recalls=True)
         assert [h.id for h in result.hits] == ["mem_used"]
         search.mark_useful(vault, "mem_used", session=session)
-    report = lifecycle.decay(vault, now=now + dt.timedelta(days=40))
+    report = api.decay(vault, now=now + dt.timedelta(days=40))
     assert report.archived == ("mem_unused",)
     assert vault.get("mem_used").meta["status"] == "active"
 
@@ -293,7 +292,7 @@ def test_cold_memory_archived_in_one_commit_and_revert_restores_it(vault):
                  old_memory("mem_hot", "sftp replaces ftp for partner uploads", weight=0.9)])
     assert [h.id for h in search.search(vault, "legacy ftp retired")[0].hits][:1] == ["mem_cold"]
     before = main_tip(vault)
-    report = lifecycle.decay(vault, now=LATER)
+    report = api.decay(vault, now=LATER)
     assert report.archived == ("mem_cold",) and report.commit
     assert git(vault.root, "rev-list", "--count", f"{before}..main").strip() == "1"
     changed = git(vault.root, "diff", "--name-status", "--no-renames", before, "main").split("\n")
@@ -313,7 +312,7 @@ def test_cold_isolated_unweighted_is_deleted_only_when_the_proposal_is_applied(v
     load(vault, [old_memory("mem_dead", "printer on floor 3 needs toner"),
                  old_memory("mem_linked_cold", "vpn uses wireguard", links=["mem_key"]),
                  old_memory("mem_key", "wireguard keys rotate yearly", weight=0.9)])
-    report = lifecycle.decay(vault, now=LATER)
+    report = api.decay(vault, now=LATER)
     assert set(report.archived) == {"mem_dead", "mem_linked_cold"}
     assert report.deletion_candidates == ("mem_dead",)
     assert report.proposal == "cleanup_20261230"
@@ -333,7 +332,7 @@ def test_cold_isolated_unweighted_is_deleted_only_when_the_proposal_is_applied(v
 def test_decay_dry_run_changes_nothing(vault):
     load(vault, [old_memory("mem_dead", "printer on floor 3 needs toner")])
     before = main_tip(vault)
-    report = lifecycle.decay(vault, now=LATER, dry_run=True)
+    report = api.decay(vault, now=LATER, dry_run=True)
     assert report.archived == ("mem_dead",) and report.commit is None
     assert main_tip(vault) == before and proposal_branches(vault) == []
 
@@ -345,7 +344,7 @@ def expiring(memory_id, layer="L2"):
 
 def test_cleanup_demotes_an_expired_l2_by_default(vault):
     load(vault, [expiring("mem_freeze")])
-    report = lifecycle.cleanup(vault, now=NOW)
+    report = api.cleanup(vault, now=NOW)
     assert [a["action"] for a in report.actions] == ["demote"] and report.commit
     memory = vault.get("mem_freeze")
     assert memory.meta["layer"] == "L1" and memory.path == "memories/L1/2026-11-01/mem_freeze.md"
@@ -358,11 +357,11 @@ def test_cleanup_archives_when_the_vault_config_says_so(vault):
     config.write_text(config.read_text(encoding="utf-8") + '\n[cleanup]\npolicy = "archive"\n', encoding="utf-8")
     git(vault.root, "commit", "-qam", "expired memories go to the archive")
     load(vault, [expiring("mem_freeze")])
-    report = lifecycle.cleanup(Vault(vault.root), now=NOW)
+    report = api.cleanup(Vault(vault.root), now=NOW)
     assert [a["action"] for a in report.actions] == ["archive"]
     memory = vault.get("mem_freeze")
     assert memory.meta["status"] == "archived" and memory.path == "archive/L2/mem_freeze.md"
-    assert lifecycle.cleanup(Vault(vault.root), now=NOW).actions == ()
+    assert api.cleanup(Vault(vault.root), now=NOW).actions == ()
 
 
 # ------------------------------------------------------------------ nightly & schedule
@@ -373,7 +372,7 @@ def cli(vault, *args):
 
 def test_nightly_with_nothing_to_do_is_quiet_and_logged(vault):
     before = main_tip(vault)
-    result = lifecycle.nightly(vault, now=NOW)
+    result = api.nightly(vault, now=NOW)
     assert result["changed"] is False
     out = cli(vault, "nightly", "--quiet", "--now", NOW)
     assert out.exit_code == 0 and out.output == ""
@@ -410,13 +409,13 @@ def test_second_nightly_run_at_once_says_another_is_in_progress(vault, capsys):
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(Busy, match="another nightly run"):
-            lifecycle.nightly(vault, now=NOW)
-        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 1
+            api.nightly(vault, now=NOW)
+        assert main(["--vault", str(vault.root), "nightly", "--quiet"]) == 75  # busy: retry later
         assert "another nightly run is still in progress" in capsys.readouterr().err
     finally:
         holder.communicate("done\n", timeout=10)
     assert not (vault.state_dir / "nightly.log").exists()
-    assert lifecycle.nightly(vault, now=NOW)["changed"] is False
+    assert api.nightly(vault, now=NOW)["changed"] is False
 
 
 def test_schedule_prints_a_cron_line(vault):
@@ -461,3 +460,29 @@ def test_graph_neighbours_and_exports(vault, tmp_path):
     assert edges == {("mem_a", "mem_b"), ("mem_b", "mem_c")}
     text = dot.read_text(encoding="utf-8")
     assert text.lstrip().startswith(("digraph", "strict digraph")) and '"mem_a" -> "mem_b"' in text
+
+
+def test_capped_candidates_wait_for_the_next_run(vault):
+    config = vault.root / ".memrepo" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[distill]\nmax_per_subject = 1\n", encoding="utf-8")
+    git(vault.root, "commit", "-qam", "distill: one candidate per subject a night", "--no-verify")
+    vault = Vault.find(explicit=vault.root)
+    load(vault, DARK_EN + DARK_ZH + NOISE)
+    first = api.distill(vault, now=NOW)
+    assert len(first.candidates) == 1 and len(first.capped) == 1
+    second = api.distill(vault, now=NOW)
+    assert [c["id"] for c in second.candidates] == [first.capped[0]["id"]] and second.capped == ()
+    assert second.proposal and second.proposal != first.proposal
+    assert api.distill(vault, now=NOW).candidates == ()
+
+
+def test_distill_json_says_why_each_candidate_was_kept_and_explain_lists_near_misses(vault):
+    load(vault, DARK_EN + NOISE)
+    result = runner.invoke(app, ["--vault", str(vault.root), "distill", "--now", NOW, "--dry-run", "--explain", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    [cand] = data["candidates"]
+    assert cand["members"] == sorted(e["id"] for e in DARK_EN) and cand["days"] and cand["score"] > 3
+    assert "3 distinct days" in cand["why"] and "near_misses" in data
+    text = runner.invoke(app, ["--vault", str(vault.root), "distill", "--now", NOW, "--dry-run", "--explain"]).output
+    assert f"kept {cand['id']}" in text

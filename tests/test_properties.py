@@ -2,13 +2,12 @@
 repository keep the vault's invariants after every step (issue 3, "Tests that must exist")."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from conftest import git
+from conftest import git, person_env
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -22,9 +21,6 @@ FACTS = st.sampled_from(["db.pool", "ui.theme", None])
 KINDS = st.sampled_from(["knowledge", "preference", "constraint"])
 SOURCES = st.sampled_from(["user", "user", "model-inference"])
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 class VaultMachine(RuleBasedStateMachine):

@@ -8,7 +8,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app
@@ -19,9 +19,6 @@ from memrepo.store.vault import Vault
 
 runner = CliRunner()
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 def snapshot(vault) -> dict:
@@ -305,7 +302,7 @@ def test_unknown_twice_and_closed_proposals_give_clear_errors(vault):
     with pytest.raises(Conflict, match="already rejected"):
         proposals.apply(vault, other.proposal)
     assert snapshot(vault) == before
-    assert runner.invoke(app, ["--vault", str(vault.root), "apply", "prop_nope"]).exit_code == 1
+    assert runner.invoke(app, ["--vault", str(vault.root), "apply", "prop_nope"]).exit_code == 3  # not found
 
 
 def test_proposal_branch_edited_by_hand_into_an_invalid_state(vault):

@@ -314,7 +314,7 @@ def test_cli_batch_bad_line_names_its_number(mixed, tmp_path, capsys, bad):
     code = main(["--vault", str(mixed.root), "search", "--queries", str(f), "--json"])
     captured = capsys.readouterr()
     assert code == 2
-    assert "line 2" in captured.err and captured.out == ""
+    assert "line 2" in json.loads(captured.out)["error"]["message"] and captured.err == ""
 
 
 def test_useful_raises_rank_of_a_tied_memory(vault):
@@ -331,7 +331,7 @@ def test_useful_raises_rank_of_a_tied_memory(vault):
 
 
 def test_useful_on_unknown_memory_is_an_error(vault, capsys):
-    assert main(["--vault", str(vault.root), "useful", "mem_nope", "--session", "s"]) == 1
+    assert main(["--vault", str(vault.root), "useful", "mem_nope", "--session", "s"]) == 3  # not found
     assert "mem_nope" in capsys.readouterr().err
 
 

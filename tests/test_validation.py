@@ -210,20 +210,20 @@ def test_get_refuses_unsafe_ids(vault):
             vault.get(bad)
 
 
-def test_cli_add_maps_invalid_memory_to_exit_1_with_lines(vault, capsys):
+def test_cli_add_maps_invalid_memory_to_exit_5_with_lines(vault, capsys):
     from memrepo.cli.app import main
     before = snapshot(vault)
     code = main(["--vault", str(vault.root), "add", "--subject", "proj", "--summary", "s", "--body", f"k {AWS_KEY}"])
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 5  # invalid data
     assert ":body (line " in err and "aws-access-key-id" in err and "nothing was written" in err
     assert snapshot(vault) == before
 
 
-def test_bad_kind_on_cli_is_exit_1_not_a_crash(vault, capsys):
+def test_bad_kind_on_cli_is_a_clear_error_not_a_crash(vault, capsys):
     from memrepo.cli.app import main
     code = main(["--vault", str(vault.root), "add", "--kind", "gossip", "--summary", "s", "--body", "b"])
-    assert code == 1
+    assert code == 5
     assert ":kind: 'gossip' is not one of" in capsys.readouterr().err
 
 

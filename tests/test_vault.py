@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import git
+from conftest import git, person_env
 from typer.testing import CliRunner
 
 from memrepo.cli.app import app, main
@@ -29,9 +29,6 @@ def tracked_memories(vault) -> list[str]:
     return [p for p in git(vault.root, "ls-tree", "-r", "--name-only", "main", "memories").splitlines()
             if p.endswith(".md")]
 
-
-def person_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
 
 
 # ----------------------------------------------------------------- init
@@ -83,7 +80,7 @@ def test_init_refuses_a_file(tmp_path):
 
 def test_init_via_cli_and_refusal_exit_code(tmp_path, capsys):
     assert main(["init", str(tmp_path / "v")]) == 0
-    assert main(["init", str(tmp_path / "v")]) == 1
+    assert main(["init", str(tmp_path / "v")]) == 4  # conflict: already a vault
     assert "already holds a memrepo vault" in capsys.readouterr().err
 
 
@@ -140,7 +137,7 @@ def test_find_from_flag_and_env(vault, tmp_path, monkeypatch):
 def test_find_refuses_a_plain_directory(tmp_path, capsys):
     with pytest.raises(VaultNotFound):
         Vault.find(explicit=tmp_path)
-    assert main(["--vault", str(tmp_path), "list"]) == 1
+    assert main(["--vault", str(tmp_path), "list"]) == 3  # no vault there
     assert "is not a memrepo vault" in capsys.readouterr().err
 
 
@@ -222,7 +219,7 @@ def test_show_list_filters_and_log(vault):
     assert [e["commit"] for e in log] == [a.commit]
     assert [e.commit for e in vault.history("mem_a")] == [a.commit]
     missing = runner.invoke(app, ["--vault", root, "show", "mem_nope"])
-    assert missing.exit_code == 1
+    assert missing.exit_code == 3
 
 
 def test_log_follows_hand_edits(vault):
@@ -312,7 +309,7 @@ def test_import_skip_invalid_commits_the_good_lines(vault, tmp_path):
     assert result.count == 2 and [str(p).split(":")[1] for p in result.skipped] == ["line 2"]
     assert {r["id"] for r in vault.list()} == {"mem_g1", "mem_g2"}
     out = runner.invoke(app, ["--vault", str(vault.root), "import", str(src), "--json"])
-    assert out.exit_code == 1  # the same ids again: refused as a whole
+    assert out.exit_code == 5  # the same ids again: refused as a whole (invalid data)
 
 
 # ----------------------------------------------------------------- concurrency
@@ -360,7 +357,7 @@ def test_busy_after_a_bounded_wait(vault, monkeypatch, capsys):
         other = Vault(vault.root)
         with pytest.raises(Busy, match="busy.*retry"):
             memories.add(other, {"summary": "blocked"}, "")
-        assert main(["--vault", str(vault.root), "add", "--summary", "blocked", "--body", "b"]) == 1
+        assert main(["--vault", str(vault.root), "add", "--summary", "blocked", "--body", "b"]) == 75  # busy
         assert "busy" in capsys.readouterr().err
         other.close()
     assert vault.head() == head

@@ -11,31 +11,125 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.")
+from memrepo.cli.output import hoist_globals
+
+# Global options taking a value, accepted before or after the sub-command (as --json is).
+GLOBAL_OPTIONS = ("--vault", "--agent")
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
+    "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
+    "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
+    "--json an error is {\"error\": {\"code\", \"message\", \"problems\"}} on stdout."
+)
+
+
+class State:
+    vault_path: Optional[str] = None
+    agent: Optional[str] = None
+    json: bool = False
+
+
+state = State()
+
+
+class MemrepoGroup(TyperGroup):
+    """The one place where failures become messages and exit codes (memrepo.errors names them).
+
+    Every command, whoever adds it, gets this without code of its own: a ``MemrepoError`` is
+    one line on stderr (or, with ``--json``, ``{"error": ...}`` on stdout) and its exit code;
+    a usage error exits 2. ``--vault`` and ``--json`` may stand anywhere on the line."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        code = self.run(list(sys.argv[1:] if args is None else args), prog_name or "memrepo", complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def run(self, args: list[str], prog_name: str, complete_var, **extra) -> int:
+        from memrepo.cli import output
+        from memrepo.errors import MemrepoError
+        as_json, front, rest = hoist_globals(args, GLOBAL_OPTIONS)
+        state.json, state.vault_path, state.agent = as_json, None, None
+        argv = front + self.place_json(rest, as_json=as_json)
+        try:
+            rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except MemrepoError as e:
+            return output.report_error(e, as_json=state.json)
+        except typer.Exit as e:
+            return e.exit_code
+        except (typer.Abort, KeyboardInterrupt):
+            if not state.json:
+                typer.echo("aborted", err=True)
+            return 130
+        except OSError as e:
+            return output.report_os_error(e, as_json=state.json)
+        except Exception as e:  # typer's usage errors (bad option, missing argument, BadParameter)
+            if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+                return output.report_usage(e, as_json=state.json)
+            raise
+        return rv if isinstance(rv, int) else 0
+
+    def place_json(self, rest: list[str], *, as_json: bool) -> list[str]:
+        """``--json`` after the command path when that command has a ``--json`` option
+        (errors are JSON either way)."""
+        if not as_json:
+            return rest
+        path_end, group = 0, self
+        for i, arg in enumerate(rest):
+            if arg.startswith("-"):
+                continue
+            command = getattr(group, "commands", {}).get(arg)
+            if command is None:
+                break
+            path_end, group = i + 1, command
+            if not hasattr(command, "commands"):
+                break
+        takes_json = group is not self and any("--json" in getattr(p, "opts", ()) for p in group.params)
+        return rest[:path_end] + (["--json"] if takes_json else []) + rest[path_end:]
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from memrepo import __version__
+        typer.echo(f"memrepo {__version__}")
+        raise typer.Exit(0)
+
+
+app = typer.Typer(cls=MemrepoGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+                  help="memrepo: git-backed long-term memory for AI agents and the people who supervise them.",
+                  epilog=EXIT_CODES_HELP)
 proposals_app = typer.Typer(help="List open review proposals, or push one for a pull request.",
                             invoke_without_command=True, rich_markup_mode=None)
 hooks_app = typer.Typer(help="Install or run memrepo's git hooks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
-app.add_typer(hook_app, name="hook")
+app.add_typer(hook_app, name="hook", hidden=True)
 
-JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text.")
-
-
-class State:
-    vault_path: Optional[str] = None
-
-
-state = State()
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
 
 @app.callback()
 def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_VAULT",
-                                              help="Vault to use (default: found from the current directory, as git does).")):
+                                              help="Vault to use (default: found from the current directory, as git does)."),
+          agent: Optional[str] = typer.Option(None, "--agent", envvar="MEMREPO_AGENT",
+                                              help="The agent acting (before or after the command): its private memories, its proposals."),
+          as_json: bool = typer.Option(False, "--json", help="JSON output and JSON errors (also accepted after the command)."),
+          version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                       help="Print memrepo's version and exit.")):
+    import os
     state.vault_path = vault
+    state.json = state.json or as_json
+    state.agent = None
+    if agent:
+        from memrepo.team import scopes
+        state.agent = scopes.current_agent(agent)
+        os.environ["MEMREPO_AGENT"] = agent  # the library and the hooks it triggers see the same agent
 
 
 def _vault():
@@ -88,7 +182,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
         affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
         session: Optional[str] = typer.Option(None, help="Agent session id."),
-        scope: Optional[str] = typer.Option(None, help="shared (default) or private:<agent>."),
+        scope: Optional[str] = typer.Option(None, help="shared (default) or private (the current agent's own: never shared)."),
         weight: Optional[float] = typer.Option(None, help="Base weight 0..1 (protects keystone memories from decay)."),
         confidence: Optional[float] = typer.Option(None, help="Confidence 0..1."),
         expires: Optional[str] = typer.Option(None, help="ISO-8601 date-time after which the memory is cleaned up."),
@@ -106,7 +200,11 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
               "affects": affects, "session": session, "scope": scope, "weight": weight,
               "confidence": confidence, "expires": expires}
     with _vault() as vault:
-        result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
+        if scope is not None:
+            from memrepo.team import scopes
+            result = scopes.add(vault, fields, body, agent=state.agent, author=author, push=push, remote=remote)
+        else:
+            result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
     _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
 
@@ -115,8 +213,9 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
 def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = JsonOpt):
     """Print one memory (front matter and body) as it is on main."""
     from memrepo.store.vault import render_bytes
+    from memrepo.team import scopes
     with _vault() as vault:
-        memory = vault.get(memory_id)
+        memory = scopes.get(vault, memory_id, agent=state.agent)
     if as_json:
         _out({**dict(memory.meta), "path": memory.path, "body": memory.body}, True)
     else:
@@ -129,7 +228,12 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
           fact: Optional[str] = typer.Option(None), as_json: bool = JsonOpt):
     """List memories on main, filtered by layer, kind, status, subject or fact."""
     with _vault() as vault:
-        rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
+        if state.agent:
+            from memrepo.team import scopes
+            rows = scopes.list_memories(vault, agent=state.agent, layer=layer, kind=kind, status=status,
+                                        subject=subject, fact=fact)
+        else:
+            rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
     text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
                      f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
     _out(rows, as_json, text or "no memories match")
@@ -150,10 +254,15 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        problems = v.validate_paths(vault, paths) if paths else v.validate_tree(vault)
+        report = v.validate_vault(vault) if not paths else None
+        problems = report.problems if report else v.validate_paths(vault, paths)
+    overrides = report.overrides if report else []
     if as_json:
-        _out({"ok": not problems, "problems": [p.as_dict() for p in problems]}, True)
+        _out({"ok": not problems, "problems": [p.as_dict() for p in problems],
+              "overrides": [o.as_dict() for o in overrides]}, True)
     else:
+        for o in overrides:
+            typer.echo(f"note: {o}")
         typer.echo("\n".join(map(str, problems)) if problems else "ok: no problems found",
                    err=bool(problems))
     raise typer.Exit(1 if problems else 0)
@@ -305,7 +414,12 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
             raise typer.BadParameter("give a QUERY or --queries FILE")
         filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
                        deep=deep, history=include_history, advanced=advanced)
-        result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
+        if state.agent:
+            from memrepo.team import scopes
+            result, report = scopes.search(vault, query, agent=state.agent, session=session,
+                                           log_recalls=log_recalls, **filters)
+        else:
+            result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
     if report.notice:
         typer.echo(f"notice: {report.notice}", err=True)
     if as_json:
@@ -350,14 +464,23 @@ NowOpt = typer.Option(None, "--now", help="Pretend today is YYYY-MM-DD (reproduc
 def distill(now: Optional[str] = NowOpt,
             promote: bool = typer.Option(False, "--promote", help="Promote recurring L2 patterns to L3 candidates instead."),
             dry_run: bool = typer.Option(False, "--dry-run", help="Show the candidates; create no proposal."),
+            explain: bool = typer.Option(False, "--explain", help="Also say why near-miss groups were dropped."),
             as_json: bool = JsonOpt):
-    """Nightly distill: L1 entries recurring on 3+ days become L2 candidates on one proposal."""
-    from memrepo.lifecycle import nightly as lifecycle
+    """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
+    from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = lifecycle.distill(vault, now=now, promote=promote, dry_run=dry_run)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
+    if explain:
+        lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
+        lines += [f"dropped ({n['days']} days{', ' + n['speaker'].title() if n['speaker'] else ''}): {n['reason']}: "
+                  f"{n['example']} ({', '.join(n['members'][:3])}, …)"
+                  for n in report.near_misses]
+    lines += [f"capped (waits for the next run): {c['id']}: {c['summary']}" for c in report.capped]
     lines += [f"reinforced {r['pattern']} with {', '.join(r['new_members'])}" for r in report.reinforcements]
     lines += [f"skipped {s['id']}: {s['reason']}" for s in report.skipped]
+    if report.small_talk:
+        lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
@@ -368,9 +491,9 @@ def decay(now: Optional[str] = NowOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show who would be archived and why; change nothing."),
           as_json: bool = JsonOpt):
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run)
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -383,9 +506,9 @@ def decay(now: Optional[str] = NowOpt,
 @app.command()
 def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = lifecycle.cleanup(vault, now=now, dry_run=dry_run)
+        report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
     _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
          or "nothing expired")
 
@@ -396,11 +519,11 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
           fmt: Optional[str] = typer.Option(None, "--format", help="graphml or dot (default: from the file name)."),
           as_json: bool = JsonOpt):
     """The memory graph: links, [[wikilinks]], supersedes and co-recall, with strengths."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import decay_run
     if memory_id is None and export is None:
         raise typer.BadParameter("give an ID or --export FILE")
     with _vault() as vault:
-        g, _ = lifecycle.build_graph(vault)
+        g, _ = decay_run.build_graph(vault)
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
@@ -433,13 +556,13 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
-    from memrepo.lifecycle import nightly as lifecycle
+    from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
                 typer.echo(line)
             return
-        files = lifecycle.schedule_text(vault, kind=kind, at=at)
+        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
 
 
@@ -454,6 +577,111 @@ def recover(as_json: bool = JsonOpt):
         done = api.recover(vault)
     _out({"recovered": done}, as_json,
          "Finished an interrupted write; the checkout matches main." if done else "Nothing to recover.")
+
+
+# ---- agents: recall, context, flush, prune, evidence, mcp, export
+
+BudgetOpt = typer.Option(4000, "--budget", min=1, help="Most characters to print (never exceeded).")
+HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}).")
+
+
+def _stdin_text() -> str:
+    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+
+
+def _hook_safe(fn):
+    """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
+    runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
+    from memrepo.errors import MemrepoError
+    try:
+        return fn()
+    except MemrepoError as e:
+        typer.echo(f"memrepo: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def recall(text: Optional[str] = typer.Argument(None, help="The latest user message or a transcript (default: stdin)."),
+           budget: int = BudgetOpt,
+           session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
+    from memrepo.agents import recall as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        query, sess = text, session
+        if hook:
+            payload = hook_payload(_stdin_text())
+            query, sess = payload["prompt"], session or payload["session_id"]
+        elif query is None:
+            query = _stdin_text()
+        with _vault() as vault:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+    result = _hook_safe(run) if hook else run()
+    if as_json:
+        _out(result.as_dict(), True)
+    elif result.text:
+        typer.echo(result.text)
+
+
+@app.command()
+def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None, help="Constraints and preferences of this subject only."),
+            hook: bool = HookOpt, as_json: bool = JsonOpt):
+    """Print the session-start block: identity, principles, constraints and preferences, most important first."""
+    from memrepo.agents import context as svc
+    from memrepo.agents.transcript import hook_payload
+
+    def run():
+        if hook:
+            hook_payload(_stdin_text())
+        with _vault() as vault:
+            return svc.context(vault, budget=budget, subject=subject)
+    packed = _hook_safe(run) if hook else run()
+    if as_json:
+        _out({"memories": list(packed.memories), "chars": packed.chars}, True)
+    elif packed.text:
+        typer.echo(packed.text)
+
+
+@app.command()
+def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction cycle id: a cycle is flushed at most once (per session)."),
+          session: Optional[str] = typer.Option(None, help="Agent session the entries come from."),
+          skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
+          show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
+          lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          as_json: bool = JsonOpt):
+    """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
+    from memrepo.agents import flush as svc
+    from memrepo.errors import UsageError
+    if show_prompt:
+        from memrepo.errors import VaultNotFound
+        try:
+            vault = _vault()
+        except VaultNotFound:
+            vault = None
+        typer.echo(svc.flush_prompt(lang, vault), nl=False)
+        return
+    if not cycle:
+        raise UsageError("--cycle ID is required: the runtime's compaction cycle (a cycle is flushed at most once)")
+    text = _stdin_text()
+    with _vault() as vault:
+        result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    if result.silent:
+        return
+    if result.reason == "cycle already flushed":
+        _out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {result.commit[:12]}; nothing written")
+        return
+    lines = [f"flushed {len(result.active)} entr{'y' if len(result.active) == 1 else 'ies'} to the daily log"
+             + (f" in {result.commit[:12]}" if result.commit else "")]
+    lines += [f"  {i} active" for i in result.active]
+    if result.proposal:
+        lines.append(f"  {', '.join(result.pending_review)} pending_review -> proposal {result.proposal} "
+                     f"(review: memrepo review {result.proposal})")
+    _out(result.as_dict(), as_json, "\n".join(lines))
 
 
 # ------------------------------------------------------------------ hooks
@@ -487,14 +715,9 @@ def hook_pre_merge_commit():
 
 
 def _command_name(argv: list[str]) -> str | None:
-    """The sub-command named on the command line (after the global ``--vault``), if any."""
-    args = iter(argv)
-    for arg in args:
-        if arg == "--vault":
-            next(args, None)
-        elif not arg.startswith("--vault="):
-            return None if arg.startswith("-") else arg
-    return None
+    """The sub-command named on the command line, if any."""
+    rest = hoist_globals(argv, GLOBAL_OPTIONS)[2]
+    return rest[0] if rest and not rest[0].startswith("-") else None
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -504,40 +727,14 @@ def _app_for(argv: list[str]) -> typer.Typer:
     found = [c for c in app.registered_commands if (c.name or c.callback.__name__.replace("_", "-")) == name]
     if not found:
         return app
-    small = typer.Typer(add_completion=False, rich_markup_mode=None, help=app.info.help)
+    small = typer.Typer(cls=MemrepoGroup, add_completion=False, rich_markup_mode=None, help=app.info.help,
+                        epilog=EXIT_CODES_HELP)
     small.registered_callback = app.registered_callback
     small.registered_commands = found
     return small
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: maps library errors to messages and exit codes in one place."""
-    from memrepo.errors import InvalidMemory, MemrepoError
+    """Console entry point; :class:`MemrepoGroup` maps every error to its message and exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        rv = _app_for(argv)(args=argv, standalone_mode=False, prog_name="memrepo")
-    except MemrepoError as e:
-        if isinstance(e, InvalidMemory):
-            for p in e.problems:
-                typer.echo(str(p), err=True)
-            if str(e).splitlines()[-1:] and len(str(e).splitlines()) > len(e.problems):
-                typer.echo(str(e).splitlines()[-1], err=True)
-        else:
-            typer.echo(f"error: {e}", err=True)
-        return e.exit_code
-    except typer.Exit as e:
-        return e.exit_code
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 130
-    except KeyboardInterrupt:
-        return 130
-    except OSError as e:  # a file or directory the user named (or the disk) failed us
-        typer.echo(f"error: {e.strerror or e}{f': {e.filename}' if e.filename else ''}", err=True)
-        return 1
-    except Exception as e:  # click usage errors come through here
-        if hasattr(e, "show") and hasattr(e, "exit_code"):
-            e.show()
-            return e.exit_code
-        raise
-    return rv if isinstance(rv, int) else 0
+    return typer.main.get_command(_app_for(argv)).main(args=argv, prog_name="memrepo", standalone_mode=False)

@@ -26,8 +26,9 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from memrepo.config import DEFAULTS
 from memrepo.lifecycle.graph import Graph
 from memrepo.model import aware_time
 
@@ -35,27 +36,42 @@ Action = Literal["keep", "archive"]
 _LINK_KINDS = ("link", "wikilink")
 
 
+_DEFAULTS = DEFAULTS["decay"]
+
+
 @dataclass(frozen=True)
 class DecayParams:
-    """Weights and thresholds of influence decay; the defaults follow seed 003's intent."""
+    """Weights and thresholds of influence decay.
 
-    alpha: float = 0.5  # own recall activity: still the largest single signal
-    beta: float = 0.3  # activity lent by memories that rely on this one
-    gamma: float = 0.2  # static base weight: the guaranteed floor ("保底")
-    half_life_days: float = 90.0  # own activity halves every quarter without a recall (slow)
-    recall_saturation: int = 10  # recalls at which the count factor reaches 1 (log scale)
-    link_saturation: float = 1.5  # summed incoming strength × activity that counts as full:
-    # one hot memory linking to another is then enough to keep it out of the archive
-    hub_out_strength: float = 5.0  # a memory pointing at more than this spreads its lending
-    rounds: int = 20  # propagation rounds at most (each linear in edges)
-    tolerance: float = 1e-5  # stop when no activity moves more than this (scores show 3 places)
-    archive_threshold: float = 0.08  # below: archive (unless protected)
-    delete_threshold: float = 0.02  # below, and isolated and unweighted: deletion candidate
-    keystone_weight: float = 0.8  # base weight at or above this: never archived by decay
-    keystone_links: int = 3  # linked from this many active memories: never archived
-    grace_days: float = 30.0  # younger memories have had no chance to be recalled yet
-    protected_layers: tuple[str, ...] = ("L4",)  # identity is never decayed away
-    lending_statuses: tuple[str, ...] = ("active",)  # only live memories lend activity
+    The defaults, and what each one means, live in ``memrepo.config.DEFAULTS["decay"]`` (the
+    vault's ``[decay]`` table overrides them); they follow seed 003's intent.
+    """
+
+    alpha: float = _DEFAULTS["alpha"]
+    beta: float = _DEFAULTS["beta"]
+    gamma: float = _DEFAULTS["gamma"]
+    half_life_days: float = _DEFAULTS["half_life_days"]
+    recall_saturation: int = _DEFAULTS["recall_saturation"]
+    link_saturation: float = _DEFAULTS["link_saturation"]
+    hub_out_strength: float = _DEFAULTS["hub_out_strength"]
+    rounds: int = _DEFAULTS["rounds"]
+    tolerance: float = _DEFAULTS["tolerance"]
+    archive_threshold: float = _DEFAULTS["archive_threshold"]
+    delete_threshold: float = _DEFAULTS["delete_threshold"]
+    keystone_weight: float = _DEFAULTS["keystone_weight"]
+    keystone_links: int = _DEFAULTS["keystone_links"]
+    grace_days: float = _DEFAULTS["grace_days"]
+    protected_layers: tuple[str, ...] = tuple(_DEFAULTS["protected_layers"])
+    lending_statuses: tuple[str, ...] = tuple(_DEFAULTS["lending_statuses"])
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any]) -> DecayParams:
+        """Parameters from a ``[decay]`` table (lists become tuples); unknown keys raise TypeError."""
+        given = dict(section)
+        for key in ("protected_layers", "lending_statuses"):
+            if key in given:
+                given[key] = tuple(given[key])
+        return cls(**given)
 
 
 @dataclass(frozen=True)

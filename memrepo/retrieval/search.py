@@ -43,7 +43,7 @@ def stats(vault: Vault):
 
 def _doc(path: str, data: bytes):
     """The index document of one memory file, or None when the file cannot be read."""
-    from memrepo.retrieval.index import IndexDoc
+    from memrepo.retrieval.fields import IndexDoc
     from memrepo.store.document import DocumentError, load_bytes
     try:
         parsed = load_bytes(data, path)
@@ -197,7 +197,7 @@ def _with_index_errors(fn):
 
 
 def make_query(text: str, **filters: Any):
-    from memrepo.retrieval.index import SearchQuery
+    from memrepo.retrieval.ranking import SearchQuery
     unknown = set(filters) - set(QUERY_FILTERS)
     if unknown:
         raise UsageError(f"unknown search option(s): {', '.join(sorted(unknown))}; use {', '.join(QUERY_FILTERS)}")

@@ -47,12 +47,13 @@ def assess(meta: Mapping[str, Any], view: Rows, config: Config) -> Decision:
         reasons.append(f"{meta.get('kind')} changes what the agent may do (policy constraint / permission boundary)")
     if meta.get("layer") in policy.get("high_layers", ()):
         reasons.append(f"{meta.get('layer')} is core identity and value constraints")
-    hot_tags = set(policy.get("high_tags", ())) & set(meta.get("tags", ()))
+    tags = meta.get("tags")
+    hot_tags = set(policy.get("high_tags", ())) & ({t for t in tags if isinstance(t, str)} if isinstance(tags, list) else set())
     if hot_tags:
         reasons.append(f"tagged {', '.join(sorted(hot_tags))}")
     if reasons:
         return Decision("high", "; ".join(reasons), old)
-    kind = meta.get("kind")
+    kind = str(meta.get("kind"))
     why = {"checkpoint": "task checkpoint", "preference": "low-impact preference"}.get(
         kind, f"low-impact {kind} from {meta.get('source')}")
     if old is not None:

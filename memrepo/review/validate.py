@@ -13,33 +13,45 @@ from typing import Iterable
 
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
-from memrepo.review import risk
+from memrepo.review import gate, risk
+from memrepo.review.gate import GateReport
 from memrepo.store import git
-from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows
+from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows, check_scope
 from memrepo.store.vault import Vault
 
 
-def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem]]:
+def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem], dict]:
     path = vault.root / rel
     if path.is_symlink():
-        return None, [Problem(rel, "(file)", "is a symlink; memories must be regular files inside the vault (replace the link with the file)")]
+        return None, [Problem(rel, "(file)", "is a symlink; memories must be regular files inside the vault (replace the link with the file)")], {}
     try:
         data = path.read_bytes()
     except OSError as e:
-        return None, [Problem(rel, "(file)", f"cannot be read: {e.strerror}")]
+        return None, [Problem(rel, "(file)", f"cannot be read: {e.strerror}")], {}
     memory, problems = check_bytes(rel, data)
-    return (Row.of(memory) if memory is not None and isinstance(memory.meta.get("id"), str) else None), problems
+    if memory is None or not isinstance(memory.meta.get("id"), str):
+        return None, problems, {}
+    return Row.of(memory), problems, dict(memory.meta)
 
 
 def validate_tree(vault: Vault) -> list[Problem]:
-    """Every problem in the working tree's memory files, per file and across files."""
-    rows, problems = _read_all(vault, vault.tree_paths())
+    """Every problem in the working tree's memory files, per file and across files, and every
+    active high-risk memory that became active on main without review (see :mod:`gate`)."""
+    return validate_vault(vault).problems
+
+
+def validate_vault(vault: Vault) -> GateReport:
+    """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate."""
+    high: dict[str, str] = {}
+    rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high)
     problems += check_rows(rows, RowSet(rows))
-    return sorted(set(problems))
+    report = gate.audit(vault, high)
+    return GateReport(sorted(set(problems + report.problems)), report.overrides)
 
 
-def _read_all(vault: Vault, rels: Iterable[str]) -> tuple[list[Row], list[Problem]]:
-    """Rows of the readable memory files among ``rels`` and the problems of every file."""
+def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None) -> tuple[list[Row], list[Problem]]:
+    """Rows of the readable memory files among ``rels`` and the problems of every file;
+    ``high_risk`` collects the active high-risk ones (id -> path)."""
     rows, problems = [], []
     for rel in rels:
         if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
@@ -48,10 +60,12 @@ def _read_all(vault: Vault, rels: Iterable[str]) -> tuple[list[Row], list[Proble
         if not rel.endswith(".md"):
             problems.append(Problem(rel, "(file)", "only <id>.md memory files belong here; move it out of memories/ and archive/"))
             continue
-        row, found = _read_disk(vault, rel)
+        row, found, meta = _read_disk(vault, rel)
         problems += found
         if row is not None:
             rows.append(row)
+            if high_risk is not None and row.status == "active" and gate.high_risk_reason(meta, vault.config):
+                high_risk[row.id] = rel
     return rows, problems
 
 
@@ -100,6 +114,8 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
                 continue
             memory, found = check_bytes(ch.path, reader.read(ch.sha))
             problems += found
+            if memory is not None:
+                problems += check_scope(memory, owner=vault.owner, agent=os.environ.get("MEMREPO_AGENT") or None)
             if memory is not None and isinstance(memory.meta.get("id"), str):
                 rows.append((Row.of(memory), replace(memory, blob=ch.sha)))
     deleted = [r for p in deleted_paths for r in catalog._rows("path=?", (p,))]
@@ -119,16 +135,25 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
         if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
         before = catalog.with_id(row.id)
-        if before and before[0].status == "active":
-            continue  # already active: an edit of an applied memory, not a new activation
+        if before and before[0].status == "active" and _was_high(vault, before[0].path):
+            continue  # an edit of an applied high-risk memory, not a new activation
         view = Overlay(catalog, [], [r.path for r in catalog.with_id(row.id)])
         decision = risk.assess(memory.meta, view, vault.config)
+        if not decision.high and before and before[0].status == "active":
+            reason = gate.high_risk_reason(memory.meta, vault.config)
+            decision = risk.Decision("high", reason, None) if reason else decision
         if decision.high:
             problems.append(Problem(row.path, "status", (
                 f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
                 "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
                 "deliberately with 'git commit --no-verify'")))
     return problems
+
+
+def _was_high(vault: Vault, path: str) -> bool:
+    """True when the committed version at ``path`` is already high risk (it went through review)."""
+    memory, _ = check_bytes(path, git.read_blob(vault.root, f"HEAD:{path}"))
+    return memory is not None and gate.high_risk_reason(memory.meta, vault.config) is not None
 
 
 def _as_activated(vault: Vault, row: Row, blob: str | None) -> bool:

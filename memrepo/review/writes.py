@@ -16,7 +16,7 @@ from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
 from memrepo.store import faults, git
-from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows
+from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
@@ -36,7 +36,7 @@ class WriteResult:
     supersedes: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"id": self.id, "path": self.path, "status": self.status}
+        out: dict[str, Any] = {"id": self.id, "path": self.path, "status": self.status}
         out["commit" if self.commit else "proposal"] = self.commit or self.proposal
         if self.commit and self.proposal:
             out["proposal"] = self.proposal
@@ -53,8 +53,19 @@ def summary_from(body: str) -> str:
     return ""
 
 
+AGENT_ENV = "MEMREPO_AGENT"
+
+
 def default_author(vault: Vault) -> str:
-    return os.environ.get("MEMREPO_AUTHOR") or git.identity(vault.root)[0]
+    """``$MEMREPO_AUTHOR``, else the agent named by ``--agent`` / ``$MEMREPO_AGENT``, else git's user."""
+    return os.environ.get("MEMREPO_AUTHOR") or os.environ.get(AGENT_ENV) or git.identity(vault.root)[0]
+
+
+def refuse_foreign_scope(vault: Vault, memory: Memory) -> None:
+    """A private memory is written only into its own agent's private vault, by that agent."""
+    problems = check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
+    if problems:
+        raise InvalidMemory(problems, "nothing was written")
 
 
 def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user") -> Memory:
@@ -82,6 +93,7 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     """Write one memory: low risk commits to main as active, high risk opens a proposal."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
+    refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
         catalog = vault.catalog()

@@ -68,9 +68,10 @@ class RowSet:
         for row in self.by_path.values():
             self._ids.setdefault(row.id, []).append(row)
             if row.status == "active" and row.fact:
-                self._active.setdefault((row.subject, row.fact), []).append(row)
-            for target in {row.supersedes, row.superseded_by} - {None}:
-                self._refs.setdefault(target, []).append(row)
+                self._active.setdefault((row.subject or "", row.fact), []).append(row)
+            for target in (row.supersedes, row.superseded_by):
+                if target is not None:
+                    self._refs.setdefault(target, []).append(row)
 
     def with_id(self, memory_id: str) -> list[Row]:
         return list(self._ids.get(memory_id, ()))
@@ -151,7 +152,38 @@ def _check_pointers(memory: Memory) -> list[Problem]:
     return problems
 
 
+def check_scope(memory: Memory, *, owner: str | None, agent: str | None) -> list[Problem]:
+    """Who may hold and write a memory of this scope (team memory, seed 003 §4).
+
+    The shared vault (no ``owner``) never holds a private memory: those live in their agent's
+    own private vault, which sync never pushes. A private vault (``[vault] owner``) holds only
+    ``private:<owner>``, and only that agent (``agent``, when one is named) writes or edits it.
+    """
+    scope = memory.meta.get("scope") or "shared"
+    path = memory.path or "(new memory)"
+    if not isinstance(scope, str):
+        return []
+    if owner is None:
+        if scope.startswith("private:"):
+            return [Problem(path, "scope", f"{scope!r} is a private scope; private memories live only in their agent's "
+                                           "private vault, never in the shared one: write it with "
+                                           "'memrepo --agent NAME add --scope private'")]
+        return []
+    problems = []
+    if scope != f"private:{owner}":
+        problems.append(Problem(path, "scope", f"this is the private vault of agent {owner}; it holds only scope "
+                                               f"'private:{owner}', not {scope!r}"))
+    if agent and agent != owner:
+        problems.append(Problem(path, "scope", f"private:{owner} belongs to agent {owner}; agent {agent} may not write or edit it"))
+    return problems
+
+
 # -------------------------------------------------------------- across files
+
+RECORD_STATUSES = ("rolled_back", "rejected")
+"""Statuses of a change that never took effect or was undone: its ``supersedes`` is a record of
+what it once meant to replace, so that memory may be gone (``git revert`` of its ``add``)."""
+
 
 def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = ()) -> list[Problem]:
     """Cross-file invariants for the touched rows (and for rows left pointing at deleted ones)."""
@@ -165,6 +197,8 @@ def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = (
             continue
         for ref in view.referencing(gone.id):
             field = "supersedes" if ref.supersedes == gone.id else "superseded_by"
+            if field == "supersedes" and ref.status in RECORD_STATUSES:
+                continue
             problems.append(Problem(ref.path, field, f"points at {gone.id}, which {gone.path} no longer holds; old versions stay as 'superseded', never deleted"))
     return sorted(set(problems))
 
@@ -204,7 +238,9 @@ def _check_supersedes(row: Row, view: Rows) -> list[Problem]:
     problems = []
     if row.supersedes:
         targets = view.with_id(row.supersedes)
-        if not targets:
+        if not targets and row.status in RECORD_STATUSES:
+            pass  # an undone change may name a memory whose own add was reverted since
+        elif not targets:
             problems.append(Problem(row.path, "supersedes", f"{row.supersedes} does not exist"))
         elif row.status in ("active", "superseded", "archived"):
             old = targets[0]

@@ -38,7 +38,7 @@ def _loader():
     """The strict loader class, built on first use: writing a memory never imports YAML."""
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
+    base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster
 
     class StrictLoader(base):
         """Safe loading without aliases, duplicate keys or implicit timestamps."""

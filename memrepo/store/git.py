@@ -231,20 +231,6 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
     return out.strip().splitlines()[-1]
 
 
-def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None],
-                       message: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None,
-                       ref: str | None = None, old: str | None = None, reason: str = "memrepo",
-                       also: Iterable[RefChange] = ()) -> str:
-    """:func:`write_commit` and then, with ``ref``, move ``ref`` from ``old`` (None: must not
-    exist yet) to it, together with the ``also`` ref changes, in one transaction."""
-    scratch = new_scratch_ref()
-    sha = write_commit(root, parent=parent, changes=changes, message=message, scratch=scratch,
-                       merge=merge, author=author)
-    moves = ([RefChange(ref, sha, old)] if ref is not None else []) + [c.resolved(sha) for c in also]
-    update_refs(root, moves, scratch=scratch, reason=reason)
-    return sha
-
-
 @dataclass(frozen=True)
 class RefChange:
     """One ref of a transaction: ``new`` None deletes; ``old`` None means "must not exist"
@@ -342,15 +328,6 @@ def _quote(path: str) -> bytes:
     if any(c in path for c in '"\\\n') or path.startswith(" "):
         return ('"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"').encode()
     return path.encode()
-
-
-def update_ref(root: Path, ref: str, new: str, old: str | None, reason: str) -> None:
-    """Move ``ref`` to ``new`` only if it still points at ``old`` (None: must not exist)."""
-    run(root, "update-ref", "-m", reason, ref, new, old or ZERO)
-
-
-def delete_ref(root: Path, ref: str, old: str | None = None) -> None:
-    run(root, "update-ref", "-d", ref, *([old] if old else []))
 
 
 def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:

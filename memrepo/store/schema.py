@@ -81,7 +81,7 @@ def _message(error) -> str:
         return f"{error.instance!r} has characters that are not allowed here"
     if v == "type":
         wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        return f"must be {' or '.join(_TYPE_NAMES.get(t, t) for t in wanted)}, not {error.instance!r}"
+        return f"must be {' or '.join(_TYPE_NAMES.get(t) or str(t) for t in wanted)}, not {error.instance!r}"
     if v == "not":
         return f"{error.instance!r} may not contain '..'"
     return error.message

@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
 from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
@@ -23,6 +23,9 @@ from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import faults, git
 from memrepo.store.lock import locked
+
+if TYPE_CHECKING:
+    from memrepo.store.catalog import Catalog
 
 MARKER = ".memrepo"
 JOURNAL = "memrepo-journal.json"
@@ -63,7 +66,7 @@ class Vault:
         self.root = Path(root).resolve()
         self.state_dir = self.root / MARKER / "state"
         self.index_dir = self.root / MARKER / "index"
-        self._catalog = None
+        self._catalog: Catalog | None = None
         self._in_lock = False
         self._synced_in_lock = False
         self._checked_head: str | None = None
@@ -109,6 +112,12 @@ class Vault:
     @property
     def main_branch(self) -> str:
         return str(self.config.get("vault", "main_branch", "main"))
+
+    @property
+    def owner(self) -> str | None:
+        """The agent whose private vault this is (``[vault] owner``); None for a shared vault."""
+        owner = self.config.get("vault", "owner")
+        return str(owner) if owner else None
 
     @property
     def main_ref(self) -> str:
@@ -243,17 +252,17 @@ class Vault:
             raise InvalidMemory(problems)
         return memory
 
-    def list(self, **filters: str | None) -> list[dict]:
+    def list(self, **filters: str | None) -> List[dict]:
         return self.catalog().query(**filters)
 
-    def history(self, memory_id: str) -> list[git.LogEntry]:
+    def history(self, memory_id: str) -> List[git.LogEntry]:
         """Every commit on main that touched this memory's file, newest first."""
         self.get(memory_id)  # NotFound / invalid id first, with a clear message
         return git.log(self.root, self.main_ref, paths=[f":(glob)**/{memory_id}.md"])
 
     # ---------------------------------------------------------- writing
 
-    def tree_paths(self) -> list[str]:
+    def tree_paths(self) -> List[str]:
         """Every file under memories/ and archive/ in the working tree (links not followed)."""
         found = []
         for top in MEMORY_ROOTS:
@@ -264,7 +273,7 @@ class Vault:
                         found.append(f"{rel_dir}/{name}")
         return sorted(found)
 
-    def check_new(self, memories: list[Memory], *, deleted: Iterable = (), view=None) -> None:
+    def check_new(self, memories: List[Memory], *, deleted: Iterable = (), view=None) -> None:
         """Raise InvalidMemory unless these memories can be written as one change."""
         from memrepo.store.checks import Overlay, Row, check_memory, check_rows
         problems = []
@@ -280,23 +289,28 @@ class Vault:
     def commit(self, *, writes: Iterable[Memory] = (), deletes: Iterable[str] = (), message: str,
                branch: str | None = None, ref: str | None = None, parent: str | None = None,
                merge: Iterable[str] = (), expect: str | None = None,
-               also: Iterable[git.RefChange] = (), reason: str | None = None) -> CommitResult:
+               also: Iterable[git.RefChange] = (), reason: str | None = None,
+               files: dict[str, bytes | None] | None = None) -> CommitResult:
         """Commit files onto ``branch`` (or the full ``ref``) as one write transaction (caller
         holds the lock): journal, commit object, then ``ref`` (compare-and-swap against its
         old tip; ``expect`` guards that tip too) and every ``also`` ref in ONE ref transaction,
         then the checkout when ``ref`` is checked out.
+
+        ``files`` are other paths as raw bytes (None deletes): citation records, a merged
+        remote's files; the catalog then catches up from git instead of from ``writes``.
         """
         writes, deletes = list(writes), list(deletes)
         ref = ref or f"refs/heads/{branch or self.main_branch}"
         synced = self._in_lock and self._synced_in_lock and ref == self.main_ref and self._catalog is not None
         # Under the lock the catalog already knows main's tip (it was caught up once and follows
         # every memrepo commit); if anything else moved main meanwhile, the CAS below refuses.
-        old = self._catalog.commit if synced else git.rev_parse(self.root, ref)
+        old = self._catalog.commit if synced and self._catalog is not None else git.rev_parse(self.root, ref)
         if expect is not None and old != expect:
             raise RefMoved(f"{ref.removeprefix('refs/heads/')} moved from {expect[:12]} to {(old or 'nothing')[:12]} "
                            "while preparing the change; retry (nothing was written)")
         checked_out = (self._checked_head if self._in_lock and self._checked_head else git.head_ref(self.root)) == ref
         changes: dict[str, bytes | None] = {p: None for p in deletes}
+        changes.update(files or {})
         changes.update({m.path: render_bytes(m) for m in writes})
         if checked_out:
             self._refuse_links(list(changes))
@@ -324,7 +338,10 @@ class Vault:
         faults.point("commit-after-checkout")
         self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
-            self._catalog.record(writes, deletes, old, sha)
+            if files:
+                self._catalog.sync(sha)
+            else:
+                self._catalog.record(writes, deletes, old, sha)
         return CommitResult(sha, tuple(sorted(changes)))
 
     def _write_journal(self, journal: dict) -> None:

@@ -1,0 +1,43 @@
+"""``context``: the block an agent reads once at session start.
+
+Active L4 identity, L3 principles, and active constraints, policies, permissions and
+preferences (for one subject when given), most important first, within a character budget.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from memrepo.agents.recall import CONTEXT_HEADER, DEFAULT_BUDGET, Packed, memory_object, pack
+from memrepo.store.vault import Vault
+
+STANDING_KINDS = ("constraint", "policy", "permission", "preference")
+_LAYER_RANK = {"L4": 0, "L3": 1, "L2": 2, "L1": 3}
+_KIND_RANK = {"identity": 0, "principle": 1, "constraint": 2, "policy": 3, "permission": 4, "preference": 5}
+
+
+def standing_rows(vault: Vault, subject: str | None = None) -> list[dict[str, Any]]:
+    """Catalog rows of the memories that belong in the session-start block."""
+    rows = vault.list(status="active")
+    keep = []
+    for r in rows:
+        if r["layer"] in ("L4", "L3"):
+            keep.append(r)
+        elif r["kind"] in STANDING_KINDS and (subject is None or r["subject"] == subject):
+            keep.append(r)
+    return keep
+
+
+def _importance(m: dict[str, Any]) -> tuple:
+    weight = m.get("weight")
+    return (-(weight if isinstance(weight, int | float) else 0.5), _LAYER_RANK.get(m["layer"], 9),
+            _KIND_RANK.get(m["kind"], 9), m["id"])
+
+
+def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None = None) -> Packed:
+    """The session-start block: standing memories, most important first (weight, then layer)."""
+    from memrepo.errors import UsageError
+    if budget < 1:
+        raise UsageError("--budget must be a positive number of characters")
+    found = [memory_object(vault, r["path"]) for r in standing_rows(vault, subject)]
+    ordered = sorted((m for m in found if m is not None), key=_importance)
+    return pack(ordered, budget, CONTEXT_HEADER)

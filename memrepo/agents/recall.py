@@ -1,0 +1,109 @@
+"""``recall``: the memories relevant to an agent's latest turn, as one block to inject.
+
+The query is the latest user message (from a bare message, a transcript in plain text with
+speaker labels, or OpenAI/Anthropic message JSON). Ranking is the search service's own; this
+module only reads the hits' bodies and packs them, best first, into a character budget that
+is never exceeded. Nothing relevant gives an empty block: the agent injects nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from memrepo.agents.transcript import latest_user_text
+from memrepo.store.vault import Vault
+
+DEFAULT_BUDGET = 4000
+DEFAULT_LIMIT = 8
+RECALL_HEADER = "Relevant memories from memrepo (best first; cite the [id] you rely on):"
+CONTEXT_HEADER = "Standing memories from memrepo (identity, principles, constraints, preferences):"
+_ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Memories packed into a budget: the text block and the memory objects it holds."""
+
+    text: str = ""
+    memories: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+
+@dataclass(frozen=True)
+class Recall:
+    query: str
+    packed: Packed
+    nothing_relevant: bool
+
+    @property
+    def text(self) -> str:
+        return self.packed.text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "memories": list(self.packed.memories),
+                "nothing_relevant": self.nothing_relevant, "chars": self.packed.chars}
+
+
+def memory_object(vault: Vault, path: str, *, score: float | None = None) -> dict[str, Any] | None:
+    """The memory at ``path`` in the working tree as the agent-facing object, or None when
+    it cannot be read (a broken hand edit is skipped, never shown half-parsed)."""
+    from memrepo.store.document import DocumentError, load_bytes
+    try:
+        parsed = load_bytes((vault.root / path).read_bytes(), path)
+    except (OSError, DocumentError):
+        return None
+    m = parsed.meta
+    return {"id": m.get("id"), "path": path, "layer": m.get("layer"), "kind": m.get("kind"),
+            "subject": m.get("subject"), "fact": m.get("fact"), "summary": m.get("summary"),
+            "body": parsed.body.strip(), "score": None if score is None else round(float(score), 4),
+            "weight": m.get("weight")}
+
+
+def pack(memories: Iterable[dict[str, Any]], budget: int, header: str) -> Packed:
+    """As many memories as fit in ``budget`` characters, best first, each as ``[id] summary``,
+    as much of its body as fits, and its path as citation. The block never exceeds the budget;
+    a memory whose id, summary and citation do not fit ends the block."""
+    lines = [header]
+    used = len(header)
+    kept = []
+    for m in memories:
+        head = f"\n\n[{m['id']}] {m['summary']}"
+        cite = f"\n(source: {m['path']})"
+        room = budget - used - len(head) - len(cite)
+        if room < 0:
+            break
+        body = m.get("body") or ""
+        if body and room > len(_ELLIPSIS) + 1:
+            body = body if len(body) + 1 <= room else body[:room - 1 - len(_ELLIPSIS)].rstrip() + _ELLIPSIS
+            entry = f"{head}\n{body}{cite}"
+        else:
+            body = ""
+            entry = head + cite
+        lines.append(entry)
+        used += len(entry)
+        kept.append({**{k: v for k, v in m.items() if k != "weight"}, "body": body})
+    if not kept:
+        return Packed()
+    return Packed("".join(lines), tuple(kept))
+
+
+def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: str | None = None,
+           subject: str | None = None, limit: int = DEFAULT_LIMIT) -> Recall:
+    """The relevant active memories for ``text`` (a message or a transcript), packed into
+    ``budget`` characters. With ``session`` the recall is logged (heat, co-recall)."""
+    from memrepo.errors import UsageError
+    from memrepo.retrieval import search
+
+    if budget < 1:
+        raise UsageError("--budget must be a positive number of characters")
+    query = latest_user_text(text or "")
+    if not query:
+        return Recall("", Packed(), True)
+    result, _ = search.search(vault, query, limit=limit, subject=subject, session=session,
+                              log_recalls=session is not None)
+    found = (memory_object(vault, h.path, score=h.score) for h in result.hits)
+    packed = pack((m for m in found if m is not None), budget, RECALL_HEADER)
+    return Recall(query, packed, not packed.memories)

@@ -1,0 +1,228 @@
+"""Writing Whoosh segments: the bulk builder of a full rebuild and the merge policy of updates.
+
+This is the one module that uses Whoosh internals, which is why ``whoosh3`` is pinned exactly
+(``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
+pool (the attribute and the 5-tuple ``add``/``iter_postings``/``save``/``cleanup`` protocol
+of ``whoosh.writing.PostingPool``), writes each segment with ``SegmentWriter(ix, _lk=False,
+compound=False)`` + ``_finalize_segment()`` in forked processes, and commits them all with
+the parent writer's ``_close_segment()`` / ``_commit_toc(segments)`` / ``_finish()``. The merge
+policy (``mergetype=``) reads segments with ``whoosh.reading.SegmentReader``. Any of these
+may change in another release: upgrade the pin only with ``tests/test_index.py`` green (it
+rebuilds serially and in parallel, updates and merges).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Iterator
+
+from memrepo.retrieval.fields import IndexDoc, doc_fields
+
+
+class BuildError(Exception):
+    """A build process died or failed (the index maps it into its own errors)."""
+
+
+PARALLEL_MIN_DOCS = 2500  # below this a second process costs more than it saves
+
+
+class _MemoryPool:
+    """In-memory replacement for Whoosh's ``PostingPool`` during a full rebuild.
+
+    Whoosh's pool keeps each posting as a 5-tuple (~170 bytes), spills sorted runs to temp
+    files past ``limitmb`` and merges them (1.6 GB of temp files and minutes at 100k
+    memories). Documents arrive in docnum order, so per-term arrays are already sorted by
+    document; only the terms need sorting at the end.
+    """
+
+    def __init__(self) -> None:
+        from array import array
+        self._array = array
+        self.fieldnames: set[str] = set()
+        self.runs: list = []
+        self._terms: dict[str, dict[bytes, tuple]] = {}
+        self._other: dict[tuple[str, bytes, int], bytes] = {}  # unusual posting values
+
+    def add(self, item) -> None:
+        fieldname, tbytes, docnum, weight, vbytes = item
+        terms = self._terms.get(fieldname)
+        if terms is None:
+            terms = self._terms[fieldname] = {}
+            self.fieldnames.add(fieldname)
+        post = terms.get(tbytes)
+        if post is None:
+            post = terms[tbytes] = (self._array("i"), self._array("f"), self._array("i"))
+        post[0].append(docnum)
+        post[1].append(weight)
+        if not vbytes:
+            post[2].append(-1)
+        elif len(vbytes) == 4 and vbytes[0] < 128:
+            post[2].append(int.from_bytes(vbytes, "big"))
+        else:
+            post[2].append(-2)
+            self._other[(fieldname, tbytes, docnum)] = vbytes
+
+    def iter_postings(self):
+        other = self._other
+        for fieldname in sorted(self._terms):
+            terms = self._terms[fieldname]
+            for tbytes in sorted(terms):
+                docs, weights, vals = terms[tbytes]
+                for docnum, weight, v in zip(docs, weights, vals):
+                    if v >= 0:
+                        vbytes = v.to_bytes(4, "big")
+                    elif v == -1:
+                        vbytes = b""
+                    else:
+                        vbytes = other[(fieldname, tbytes, docnum)]
+                    yield fieldname, tbytes, docnum, weight, vbytes
+
+    def save(self) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        self._terms.clear()
+        self._other.clear()
+
+
+def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
+                tick: Callable[[int], None] | None = None):
+    """Write ``docs`` as one new Whoosh segment (not yet in the table of contents)."""
+    from whoosh.writing import SegmentWriter
+    # compound=False: Whoosh opens a compound segment by copying each sub-file out of its
+    # mmap into memory (~100 ms per 50k-memory segment on every process start)
+    writer = SegmentWriter(ix, _lk=False, compound=False)
+    writer.pool = _MemoryPool()
+    for i, doc in enumerate(docs, 1):
+        writer.add_document(**doc_fields(doc, weights))
+        if tick and i % 1000 == 0:
+            tick(1000)
+    return writer._finalize_segment(), writer.docnum
+
+
+def build(ix, docs: Iterator[IndexDoc], weights: dict[str, float], procs: int,
+           progress: Callable[[int], None] | None) -> int:
+    """Index ``docs`` into the empty index ``ix`` (one segment per process), then commit
+    the table of contents once; returns the number of documents."""
+    from whoosh.writing import SegmentWriter
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += k
+        if progress:
+            progress(done[0])
+
+    parent = SegmentWriter(ix)  # holds Whoosh's lock and writes the TOC
+    try:
+        if procs <= 1:
+            segment, n = _segment_of(ix, docs, weights, tick)
+            segments = [segment] if n else []
+        else:
+            segments, n = _parallel_segments(ix, docs, weights, procs, tick)
+        parent._close_segment()
+        parent._commit_toc(segments)
+    except BaseException:
+        parent.cancel()
+        raise
+    parent._finish()
+    return n
+
+
+BATCH = 200  # documents per message to a build process
+
+
+def _parallel_segments(ix, docs: Iterator[IndexDoc], weights, procs, tick) -> tuple[list, int]:
+    """Stream ``docs`` in batches to ``procs`` forked builders: the caller's reading of the
+    memory files (this process) overlaps with their indexing (the other cores)."""
+    import multiprocessing
+    import multiprocessing.connection
+    import pickle
+    ctx = multiprocessing.get_context("fork")
+    workers = []
+    try:
+        for _ in range(procs):
+            jobs_recv, jobs_send = ctx.Pipe(duplex=False)
+            res_recv, res_send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_segment_worker, args=(ix, jobs_recv, weights, res_send),
+                               daemon=True)
+            proc.start()
+            jobs_recv.close()
+            res_send.close()
+            workers.append((proc, jobs_send, res_recv))
+        n = 0
+        try:
+            for i, batch in enumerate(_batches(docs, BATCH)):
+                workers[i % procs][1].send(batch)
+                n += len(batch)
+                tick(len(batch))
+            for _, jobs_send, _ in workers:
+                jobs_send.send(None)
+        except (BrokenPipeError, ConnectionResetError):
+            raise BuildError("an index build process died") from None
+        segments = []
+        for _, _, res_recv in workers:
+            try:
+                kind, value = res_recv.recv()
+            except EOFError:
+                raise BuildError("an index build process died") from None
+            if kind == "error":
+                raise BuildError(f"index build failed: {value}")
+            segment, count = pickle.loads(value)
+            if count:
+                segments.append(segment)
+        return segments, n
+    finally:
+        for proc, jobs_send, res_recv in workers:
+            jobs_send.close()
+            res_recv.close()
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def _batches(docs: Iterator[IndexDoc], size: int) -> Iterator[list[IndexDoc]]:
+    while batch := list(itertools.islice(docs, size)):
+        yield batch
+
+
+def _segment_worker(ix, jobs, weights, results) -> None:
+    import pickle
+
+    def received() -> Iterator[IndexDoc]:
+        while (batch := jobs.recv()) is not None:
+            yield from batch
+
+    try:
+        results.send(("segment", pickle.dumps(_segment_of(ix, received(), weights))))
+    except BaseException as exc:  # report, never hang the parent
+        results.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        results.close()  # multiprocessing ends the forked child when this returns
+
+
+
+MERGE_FANOUT = 6
+
+
+def tiered_merge(writer, segments):
+    """Whoosh merge policy for incremental updates: segments whose live sizes fall in the
+    same power-of-``MERGE_FANOUT`` tier are merged once there are ``MERGE_FANOUT - 1`` of
+    them (plus the one being written). Whoosh's default (MERGE_SMALL) re-merged every small
+    segment every few commits (330-500 ms at 100k); this keeps most commits merge-free and
+    the number of segments a search opens logarithmic. Fully deleted segments are dropped."""
+    from whoosh.reading import SegmentReader
+    live = [seg for seg in segments if seg.doc_count() > 0]
+    tiers: dict[int, list] = {}
+    for seg in live:
+        tiers.setdefault(int(math.log(seg.doc_count(), MERGE_FANOUT)), []).append(seg)
+    for tier in sorted(tiers):
+        group = tiers[tier]
+        if len(group) >= MERGE_FANOUT - 1:
+            for seg in group:
+                reader = SegmentReader(writer.storage, writer.schema, seg)
+                writer.add_reader(reader)
+                reader.close()
+            return [seg for seg in live if seg not in group]
+    return live
+
+

@@ -1,0 +1,429 @@
+"""Ranking: one query over an open Whoosh searcher, as plain functions.
+
+:func:`run_query` is the whole path: intent, the query plan (analysed terms within a postings
+budget), filters, candidate collection, pseudo-relevance feedback, the re-rank (normalised
+BM25F, same-session neighbours, heat) and the relevance floor. Every knob is a field of
+:class:`Tuning`, measured on the dev benchmarks (bench/RESULTS.md).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memrepo import text
+from memrepo.retrieval.fields import SCORED, epoch
+from memrepo.retrieval.snippets import snippet
+
+if TYPE_CHECKING:  # pragma: no cover
+    from memrepo.retrieval.stats import Stats
+
+ALL_STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
+PARSED_FIELDS = ("text", "summary", "keys")   # default fields of the advanced syntax
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A search request. ``text`` is free text unless ``advanced`` asks for Whoosh syntax."""
+    text: str
+    limit: int = 10
+    subject: str | None = None
+    layer: str | None = None
+    kind: str | None = None
+    tag: str | None = None
+    since: str | None = None
+    deep: bool = False
+    history: bool = False
+    advanced: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked result."""
+    id: str
+    score: float
+    path: str
+    layer: str
+    subject: str
+    summary: str
+    snippet: str
+    status: str
+    kind: str
+    fact: str | None
+    tags: tuple[str, ...]
+    created: str | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits (best first), whether nothing cleared the relevance floor, and the routed intent."""
+    query: str
+    hits: tuple[Hit, ...]
+    nothing_relevant: bool
+    intent: str
+
+@dataclass(frozen=True)
+class Tuning:
+    """Ranking knobs (measured on the dev benchmarks; see bench/RESULTS.md).
+
+    ``weights`` are folded into the one scored field at index time (a rebuild applies a
+    change); the rest apply per query.
+    """
+    weights: tuple[tuple[str, float], ...] = (
+        ("tagtext", 3.0), ("keys", 2.0), ("summary", 1.5), ("body", 1.0))
+    exact_key_boost: float = 6.0
+    pool: int = 30                 # candidates fetched before re-ranking
+    neighbour: float = 0.3         # weight of the best same-session neighbour's score
+    prf_docs: int = 3              # pseudo-relevance feedback: top docs used (0 = off)
+    prf_terms: int = 10
+    prf_weight: float = 0.3
+    prf_max_cost: int = 1000       # no feedback pass when the first one scored more postings
+    floor: float = 0.3             # best hit's idf-weighted share of query terms, else
+                                   # "nothing relevant"
+    hit_floor: float = 0.25        # each hit needs at least this fraction of that floor
+    heat_gain: float = 0.5         # heat multiplies the score by at most 1 + heat_gain
+    stop_df: float = 0.02          # learned stopwords apply only to terms in >= 2 % of docs
+    query_unigrams: bool = False   # also search single CJK characters
+    qtf_linear: bool = False       # a repeated query term counts 1 + log(count) (True: count)
+    assistant_lines: float = 0.5   # in a transcript query, words of the assistant's turns
+                                   # count this much (the user's own words name the memory)
+    k1: float = 1.2                # BM25 on the combined field
+    b: float = 0.75
+    # Cost control: Whoosh scores every posting of a searched term in pure Python (~3 us
+    # each), so the terms given to it are the rarest ones whose document frequencies add up
+    # to at most ``postings_budget`` (at most ``max_terms`` of them); the commoner terms only
+    # re-rank the candidate pool (BM25 from the candidates' stored text) and count in the
+    # relevance share. When even the rarest term is over budget, the ``common_terms`` rarest
+    # are searched and Whoosh's block-max top-k skipping bounds the work.
+    postings_budget: int = 2000
+    max_terms: int = 64
+    common_terms: int = 2
+
+
+DEFAULT_TUNING = Tuning()
+
+
+@dataclass
+class _Cand:
+    docnum: int
+    fields: dict
+    bm25: float
+    coverage: float
+    score: float = 0.0
+    seen: Counter | None = None
+
+
+@dataclass
+class _Plan:
+    """The query's analysed terms, their document frequencies and the searched subset."""
+    terms: Counter                 # every analysed term with its count in the query
+    df: dict[str, int]             # document frequency in the scored field (0: no memory)
+    searched: dict[str, float]     # term -> query boost, the terms given to Whoosh
+    n: int                         # documents in the index
+    cost: int = 0                  # postings of the searched terms
+
+    def idf(self, term: str) -> float:
+        df = self.df.get(term, 0)
+        return math.log(1.0 + (self.n - df + 0.5) / (df + 0.5))
+
+
+def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[str],
+               tuning: Tuning = DEFAULT_TUNING) -> SearchResult:
+    from memrepo.retrieval.analysis import detect_intent
+    intent = detect_intent(q.text)
+    history = q.history or intent == "history"
+    plan = _plan(searcher, q.text, learned, tuning)
+    if not plan.terms and not q.advanced:
+        return SearchResult(q.text, (), True, intent)
+    flt, mask = _filters(q, history)
+    wq = _build_query(searcher, q, plan, intent, tuning)
+    cands = _collect(searcher, wq, flt, mask, tuning.pool)
+    if (tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto")
+            and plan.cost <= tuning.prf_max_cost):
+        # feedback broadens natural questions; a fact lookup stays with its exact words
+        extra = _feedback_terms(searcher, cands, plan, tuning)
+        if extra:
+            wq = _build_query(searcher, q, plan, intent, tuning, extra=extra)
+            cands = _collect(searcher, wq, flt, mask, tuning.pool)
+    cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0))
+    if history:  # the relevant versions, newest first: a timeline of the fact
+        cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
+    hits = tuple(_hit(c, q.text) for c in cands)
+    return SearchResult(q.text, hits, not hits, intent)
+
+
+def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
+    """Analysed query terms minus learned stopwords, and the affordable subset to search."""
+    counts = _query_counts(query, tuning)
+    n = max(searcher.doc_count(), 1)
+    df = {t: searcher.doc_frequency(SCORED, t) for t in counts}
+    if learned and counts:
+        drop = {t for t in counts if t in learned and df[t] / n >= tuning.stop_df}
+        kept = Counter({t: c for t, c in counts.items() if t not in drop})
+        counts = kept or counts
+    qtf = (lambda c: float(c)) if tuning.qtf_linear else (
+        lambda c: 1.0 + math.log(c) if c >= 1.0 else c)
+    live = sorted((t for t in counts if df[t]), key=lambda t: (df[t], t))
+    chosen, cost = [], 0
+    for t in live[:tuning.max_terms]:
+        if cost + df[t] > tuning.postings_budget:
+            break
+        chosen.append(t)
+        cost += df[t]
+    if not chosen:
+        chosen = live[:tuning.common_terms]
+        cost = sum(df[t] for t in chosen)
+    return _Plan(counts, df, {t: qtf(counts[t]) for t in chosen}, n, cost)
+
+
+_SPEAKER_RE = re.compile(r"^\s*[*_]*([^\s:：*_]{1,24})[*_]*\s*[:：]")
+ASSISTANTS = frozenset({"助手", "智能助手", "assistant", "ai", "bot", "agent", "model"})
+
+
+def _query_counts(query: str, tuning: Tuning) -> Counter:
+    """Query terms with their (possibly fractional) counts. In a transcript (two or more
+    lines that start with a speaker label, one of them an assistant) the assistant's lines
+    count ``assistant_lines`` each: what the user said is what names the memory."""
+    lines = query.splitlines()
+    speakers = [m.group(1).lower() if m else None for m in map(_SPEAKER_RE.match, lines)]
+    if tuning.assistant_lines == 1.0 or sum(s is not None for s in speakers) < 2 \
+            or not any(s in ASSISTANTS for s in speakers):
+        return Counter(text.terms(query, unigrams=tuning.query_unigrams))
+    counts: Counter = Counter()
+    speaker = None
+    for line, who in zip(lines, speakers):
+        speaker = who or speaker  # an unlabelled line continues the previous turn
+        w = tuning.assistant_lines if speaker in ASSISTANTS else 1.0
+        for t in text.terms(line, unigrams=tuning.query_unigrams):
+            counts[t] += w
+    return counts
+
+
+def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tuning,
+                 extra: dict[str, float] | None = None):
+    from whoosh import query as wq
+    if q.advanced:
+        parsed = _parse_advanced(searcher, q.text)
+        if parsed is not None:
+            return parsed
+    subs = [wq.Term(SCORED, t, boost=b) for t, b in plan.searched.items()]
+    if intent == "fact":
+        from memrepo.retrieval.analysis import query_keys
+        subs += [wq.Term("keys", key, boost=tuning.exact_key_boost)
+                 for key in dict.fromkeys(query_keys(q.text))]
+    subs += [wq.Term(SCORED, t, boost=w) for t, w in (extra or {}).items()]
+    query = wq.Or(subs)
+    # Whoosh preloads every posting into arrays for segments under 5,000 documents (its
+    # "array" union); the binary union tree with block-max skipping is faster for our
+    # few, budgeted terms (10k memories: CPU p50 12.0 -> 8.2 ms)
+    query.matcher_type = wq.Or.DEFAULT_MATCHER
+    return query
+
+
+def _parse_advanced(searcher, query: str):
+    """Opt-in Whoosh syntax; a query that does not parse falls back to free text."""
+    from whoosh.qparser import FieldAliasPlugin, MultifieldParser, OrGroup
+    parser = MultifieldParser(list(PARSED_FIELDS), searcher.schema, group=OrGroup)
+    parser.add_plugin(FieldAliasPlugin({"text": ["body", "tags", "tagtext"]}))
+    try:
+        return parser.parse(query)
+    except Exception:
+        return None
+
+
+def _filters(q: SearchQuery, history: bool):
+    from whoosh import query as wq
+    allowed = {"active"} | ({"archived"} if q.deep else set()) \
+        | ({"superseded", "rolled_back"} if history else set())
+    mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
+    parts = []
+    for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
+                         ("tag", q.tag.lower().lstrip("#") if q.tag else None)):
+        if value:
+            parts.append(wq.Term(field, value))
+    since = epoch(q.since)
+    if since is not None:
+        parts.append(wq.NumericRange("created_ts", since, None))
+    flt = wq.And(parts) if len(parts) > 1 else (parts[0] if parts else None)
+    return flt, mask
+
+
+def _collect(searcher, query, flt, mask, pool: int) -> list[_Cand]:
+    # terms=True would force Whoosh's slow binary union tree; coverage is computed later
+    # from the stored text of the few hits that are returned.
+    allow, deny = _docset(searcher, flt), _docset(searcher, mask)
+    if allow is not None and not allow:
+        return []
+    results = searcher.search(query, limit=pool, filter=allow, mask=deny or None)
+    return [_Cand(hit.docnum, hit.fields(), hit.score, -1.0) for hit in results]
+
+
+def _docset(searcher, q) -> set[int] | None:
+    """Documents of a filter query, cached with the searcher (Whoosh would build a bit set
+    the size of the index on every search: ~1.5 ms at 10k memories)."""
+    if q is None:
+        return None
+    cache = searcher.__dict__.setdefault("_memrepo_docsets", {})
+    key = repr(q)
+    docs = cache.get(key)
+    if docs is None:
+        if len(cache) >= 256:
+            cache.clear()
+        docs = cache[key] = set(searcher.docs_for_query(q))
+    return docs
+
+
+def _seen(c: _Cand, unigrams: bool = True) -> Counter:
+    """Terms of the memory (all of its text, tags and keys), from its stored fields."""
+    if c.seen is None:
+        f = c.fields
+        tags = " ".join((f.get("meta") or {}).get("tags", ()))
+        summary, body = f.get("summary") or "", f.get("body") or ""
+        if summary and summary in body:  # usually the body's first sentence: count it once
+            summary = ""
+        from memrepo.retrieval.analysis import key_terms
+        seen = Counter(text.terms(f"{summary} {body} {tags}", unigrams=unigrams))
+        seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}"))
+        c.seen = seen
+    return c.seen
+
+
+def _coverage(c: _Cand, idf: dict[str, float], unigrams: bool) -> float:
+    """Idf-weighted share of the query terms that occur in the memory (0..1)."""
+    if c.coverage < 0:
+        seen = _seen(c, unigrams)
+        total = sum(idf.values()) or 1.0
+        c.coverage = sum(v for t, v in idf.items() if t in seen) / total
+    return c.coverage
+
+
+def _feedback_terms(searcher, cands: list[_Cand], plan: _Plan,
+                    tuning: Tuning) -> dict[str, float]:
+    """Pseudo-relevance feedback: frequent, rare-enough terms of the top documents."""
+    tf: Counter = Counter()
+    for c in cands[:tuning.prf_docs]:
+        tf.update(set(text.terms(f"{c.fields.get('summary', '')} {c.fields.get('body', '')}")))
+    scored = {}
+    for t, k in tf.items():
+        if t in plan.terms:
+            continue
+        df = plan.df.get(t)
+        if df is None:
+            df = plan.df[t] = searcher.doc_frequency(SCORED, t)
+        scored[t] = k * plan.idf(t)
+    best = sorted(scored, key=lambda t: (-scored[t], t))[:tuning.prf_terms]
+    out, cost = {}, plan.cost  # the expansion shares the query's postings budget
+    for t in sorted(best, key=lambda t: plan.df[t]):
+        if cost + plan.df[t] > tuning.postings_budget:
+            break
+        out[t] = tuning.prf_weight
+        cost += plan.df[t]
+    return out
+
+
+def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
+            tuning: Tuning, limit: int) -> list[_Cand]:
+    """Final order: normalised BM25F, same-session support, heat; then the relevance floor."""
+    if not cands:
+        return cands
+    # single CJK characters are terms only when the query is one (e.g. 库): analyse the
+    # candidates' text with unigrams just then
+    uni = any(len(t) == 1 and text.is_cjk(t) for t in plan.terms)
+    skipped = [t for t in plan.terms if plan.df.get(t) and t not in plan.searched]
+    if skipped:
+        _score_skipped(searcher, cands, plan, skipped, uni, tuning)
+    top = max(c.bm25 for c in cands) or 1.0
+    for c in cands:
+        c.score = c.bm25 / top
+    if tuning.neighbour:
+        _add_neighbours(cands, tuning.neighbour)
+    if stats is not None:
+        _apply_heat(cands, stats, tuning.heat_gain)
+    cands.sort(key=lambda c: (-c.score, c.fields["id"]))
+    if not plan.terms:
+        return cands[:limit]
+    # terms no memory contains (e.g. bigrams across a Chinese word boundary) say nothing
+    # about relevance: leave them out of the share
+    idf = {t: plan.idf(t) for t in plan.terms if plan.df.get(t)}
+    if not idf:
+        return []
+    floor = min(tuning.floor, 1.5 / len(idf))
+    if max(_coverage(c, idf, uni) for c in cands[:limit]) < floor:
+        return []
+    kept = []
+    for c in cands:
+        if _coverage(c, idf, uni) >= floor * tuning.hit_floor:
+            kept.append(c)
+            if len(kept) >= limit:
+                break
+    return kept
+
+
+def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str],
+                   unigrams: bool, tuning: Tuning) -> None:
+    """Add the BM25 share of the common terms that were not searched, for the pool only."""
+    k1, b = tuning.k1, tuning.b
+    avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
+    for c in cands:
+        seen = _seen(c, unigrams)
+        length = searcher.doc_field_length(c.docnum, SCORED, 1) or 1
+        norm = k1 * (1.0 - b + b * length / avg)
+        for t in skipped:
+            tf = seen.get(t, 0)
+            if tf:
+                c.bm25 += plan.terms[t] * plan.idf(t) * tf * (k1 + 1.0) / (tf + norm)
+
+
+def _add_neighbours(cands: list[_Cand], weight: float) -> None:
+    """Memories of one session support each other (a question's answer spans turns)."""
+    best: dict[str, list[float]] = {}
+    for c in cands:
+        g = c.fields.get("group")
+        if g:
+            best.setdefault(g, []).append(c.score)
+    for c in cands:
+        g = c.fields.get("group")
+        if not g:
+            continue
+        others = sorted(best[g], reverse=True)
+        others.remove(c.score)
+        if others:
+            c.score += weight * others[0]
+
+
+def _apply_heat(cands: list[_Cand], stats: Stats, gain: float) -> None:
+    created = {c.fields["id"]: c.fields.get("created") for c in cands}
+    heat = stats.heat(list(created), created=created)
+    for c in cands:
+        h = heat.get(c.fields["id"], 0.0)
+        c.score *= 1.0 + gain * (1.0 - math.exp(-h))
+
+
+def weighting(tuning: Tuning):
+    """BM25F with Lucene's idf: Whoosh's default ``log(N/(df+1)) + 1`` over-weights terms
+    that occur almost everywhere (measured: several points of R@10 on both benchmarks)."""
+    from whoosh import scoring
+
+    class LuceneBM25F(scoring.BM25F):
+        def idf(self, searcher, fieldname, text):
+            n = searcher.doc_count_all()
+            df = searcher.doc_frequency(fieldname, text)
+            return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    # No length normalisation for the exact-key field: a memory with many keys is not
+    # "longer" in any sense that should dilute a key match.
+    return LuceneBM25F(B=tuning.b, K1=tuning.k1, keys_B=0.0)
+
+
+def _hit(c: _Cand, query: str) -> Hit:
+    f = c.fields
+    meta = f.get("meta") or {}
+    return Hit(id=f["id"], score=round(c.score, 6), path=f.get("path", ""), layer=f.get("layer", ""),
+               subject=f.get("subject", ""), summary=f.get("summary", ""),
+               snippet=snippet(f.get("body") or f.get("summary", ""), query),
+               status=f.get("status", ""), kind=f.get("kind", ""), fact=f.get("fact") or None,
+               tags=tuple(meta.get("tags", ())), created=f.get("created"))
+
+
