@@ -1,20 +1,23 @@
 """Retrieval quality of memrepo's search on the dev benchmarks (LoCoMo, MADial-zh).
 
     .venv/bin/python bench/retrieval.py [--bench ../shared/bench] [--only locomo|madial]
-        [--per-query-out DIR] [--keep DIR]
-    .venv/bin/python bench/retrieval.py --in-process [--set neighbour=0.3 --set prf_docs=3 ...]
+        [--keywords] [--per-query-out DIR] [--json-out F]
+    .venv/bin/python bench/retrieval.py --in-process [--semantic --vectors-dir DIR]
+        [--set neighbour=0.3 --set prf_docs=3 ...] [--sweep mix_general=0.3,0.45,0.6]
 
 Converts the raw data with the kit's ``to_jsonl.py`` into a temporary folder (the data is
 never copied into this repository). By default it goes through the product, as a user
 would: ``memrepo init`` a vault per benchmark, ``memrepo import`` the memories (one commit),
 then one ``memrepo search --queries FILE --json`` process for all questions (each line
 ``{"qid", "query", "subject", "limit"}``; the subject is the conversation or user), and
-scores the ranked ids with the kit's own ``recall_at_k.py`` functions.
+scores the ranked ids with the kit's own ``recall_at_k.py`` functions. The product ranks
+hybrid (keywords + vectors) as shipped; ``--keywords`` runs it with MEMREPO_SEMANTIC=0.
 
 ``--in-process`` indexes the converted memories with ``MemoryIndex`` directly and runs the
 queries in this process; only this mode takes ``--set FIELD=VALUE`` to override a
 :class:`memrepo.retrieval.ranking.Tuning` field (ablations). Both modes give the same ranking with the
-default tuning.
+default tuning. ``--semantic`` adds the vectors (kept in ``--vectors-dir`` between runs, so
+a sweep encodes nothing twice).
 """
 from __future__ import annotations
 
@@ -69,31 +72,68 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def run_set(kit, bench: Path, name: str, work: Path, tuning: Tuning, pq_dir: Path | None) -> dict:
-    """In-process: MemoryIndex directly (for ``--set`` ablations)."""
+class _CachedQueries:
+    """An encoder that remembers query vectors (a sweep runs the same queries many times)."""
+
+    def __init__(self, encoder) -> None:
+        self.encoder, self.memo = encoder, {}
+
+    def query(self, text: str):
+        if text not in self.memo:
+            self.memo[text] = self.encoder.query(text)
+        return self.memo[text]
+
+
+def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_dir: Path | None,
+            semantic: bool = False, vectors_dir: Path | None = None) -> dict:
+    """In-process: MemoryIndex directly (for ``--set`` ablations and ``--sweep``)."""
     mem, qry = convert(bench, name, work)
-    ix = MemoryIndex(work / f"{name}.index", tuning=tuning)
+    memories = read_jsonl(mem)
+    ix = MemoryIndex(work / f"{name}.index", tuning=tunings[0])
     t0 = time.perf_counter()
-    ix.rebuild((to_doc(m) for m in read_jsonl(mem)), commit=None)
+    ix.rebuild((to_doc(m) for m in memories), commit=None)
     build = time.perf_counter() - t0
+    sem = None
+    if semantic:
+        from memrepo.retrieval import embed
+        from memrepo.retrieval.vectors import VecDoc, VectorStore
+        store = VectorStore((vectors_dir or work) / f"{name}.vectors")
+        t0 = time.perf_counter()
+        store.rebuild([VecDoc(m["id"], embed.memory_text(m.get("summary", ""), m.get("body", "")), m["subject"],
+                              m.get("status", "active"), m.get("layer", "L1"), m.get("kind", "event"))
+                       for m in memories], embed.shared(), commit=None)
+        print(f"vectors: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        sem = (store.load(), _CachedQueries(embed.shared()))
     queries = read_jsonl(qry)
     ks = [int(k) for k in SETS[name][1].split(",")]
-    results, lat = [], []
-    for q in queries:
-        t = time.perf_counter()
-        res = ix.search(SearchQuery(q["question"], limit=max(ks), subject=q["conversation"]))
-        lat.append(time.perf_counter() - t)
-        results.append([h.id for h in res.hits])
-    table = kit.score(queries, results, ks)
-    kit.print_table(table, ks, f"memrepo search (in-process): {name} dev (index build {build:.1f} s)", lat)
-    if pq_dir:
-        write_per_query(pq_dir / f"{name}.jsonl", queries, results)
+    table = {}
+    for tuning in tunings:
+        ix.tuning = tuning
+        results, lat = [], []
+        for q in queries:
+            t = time.perf_counter()
+            res = ix.search(SearchQuery(q["question"], limit=max(ks), subject=q["conversation"]), semantic=sem)
+            lat.append(time.perf_counter() - t)
+            results.append([h.id for h in res.hits])
+        table = kit.score(queries, results, ks)
+        label = "hybrid" if semantic else "keywords"
+        changed = {f.name: getattr(tuning, f.name) for f in dataclasses.fields(tuning)
+                   if getattr(tuning, f.name) != getattr(Tuning(), f.name)}
+        kit.print_table(table, ks, f"memrepo search (in-process, {label}{' ' + str(changed) if changed else ''}): "
+                        f"{name} dev (index build {build:.1f} s)", lat)
+        if pq_dir:
+            write_per_query(pq_dir / f"{name}.jsonl", queries, results)
     return table
 
 
+PRODUCT_ENV: dict[str, str] = {}
+
+
 def memrepo_cli(*args: str, cwd: Path) -> str:
+    import os
     exe = Path(sys.executable).with_name("memrepo")
-    out = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True)
+    out = subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True,
+                         env={**os.environ, **PRODUCT_ENV})
     if out.returncode:
         raise SystemExit(f"memrepo {' '.join(args[:2])} failed ({out.returncode}): {out.stderr.strip()}")
     return out.stdout
@@ -127,7 +167,8 @@ def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) ->
         raise SystemExit(f"{name}: no output for {len(missing)} queries, e.g. {missing[:3]}")
     results = [by_qid[q["qid"]] for q in queries]
     table = kit.score(queries, results, ks)
-    kit.print_table(table, ks, f"memrepo search --queries (product): {name} dev "
+    mode = "keywords" if PRODUCT_ENV.get("MEMREPO_SEMANTIC") == "0" else "hybrid"
+    kit.print_table(table, ks, f"memrepo search --queries (product, {mode}): {name} dev "
                     f"(import + reindex {build:.1f} s; {len(queries)} queries in one process "
                     f"{elapsed:.1f} s, {1000 * elapsed / len(queries):.1f} ms each)", None)
     if pq_dir:
@@ -170,18 +211,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-process", action="store_true",
                     help="index and search with MemoryIndex in this process (allows --set)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--sweep", metavar="FIELD=V1,V2,...", help="in-process: one run per value")
+    ap.add_argument("--semantic", action="store_true", help="in-process: hybrid ranking with vectors")
+    ap.add_argument("--keywords", action="store_true",
+                    help="product: keyword ranking only (MEMREPO_SEMANTIC=0), the side-by-side baseline")
+    ap.add_argument("--vectors-dir", type=Path, help="in-process: keep the vectors here between runs")
     ap.add_argument("--per-query-out", type=Path)
     ap.add_argument("--json-out", type=Path, help="write the per-category tables as JSON")
     args = ap.parse_args(argv)
-    if args.set and not args.in_process:
-        ap.error("--set needs --in-process (the product runs the default tuning)")
+    if (args.set or args.sweep or args.semantic) and not args.in_process:
+        ap.error("--set, --sweep and --semantic need --in-process (the product runs the default tuning)")
+    if args.keywords:
+        PRODUCT_ENV["MEMREPO_SEMANTIC"] = "0"
     kit = load_kit(args.bench)
     tuning = parse_sets(args.set)
+    tunings = [tuning]
+    if args.sweep:
+        key, _, values = args.sweep.partition("=")
+        tunings = [dataclasses.replace(tuning, **{key: type(getattr(tuning, key))(v)}) for v in values.split(",")]
     tables = {}
     with tempfile.TemporaryDirectory(prefix="memrepo-bench-") as tmp:
         for name in ([args.only] if args.only else list(SETS)):
             if args.in_process:
-                tables[name] = run_set(kit, args.bench, name, Path(tmp), tuning, args.per_query_out)
+                tables[name] = run_set(kit, args.bench, name, Path(tmp), tunings, args.per_query_out,
+                                       args.semantic, args.vectors_dir)
             else:
                 tables[name] = run_product(kit, args.bench, name, Path(tmp), args.per_query_out)
     if args.json_out:

@@ -42,6 +42,9 @@ _OWNERS = {
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
     "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
     "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
+    "import_openclaw": "memrepo.agents.openclaw", "export_openclaw": "memrepo.agents.openclaw",
+    "export_jsonl": "memrepo.agents.openclaw",
+    "prune": "memrepo.agents.prune", "save_evidence": "memrepo.agents.evidence", "get_evidence": "memrepo.agents.evidence",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
 }

@@ -1,16 +1,22 @@
 """The vault's configuration: ``.memrepo/config.toml`` (committed, reviewed like code).
 
 Read with the standard library's tomllib; every key has a default here, so an empty file is a
-valid configuration and a new key never breaks an old vault.
+valid configuration and a new key never breaks an old vault. The defaults are also the schema:
+on load every value must have its default's type (an integer is a number too) and lie in its
+range or set of values (``CHOICES``, ``RANGES``); a wrong value is a :class:`ConfigError` that
+names the key and what is accepted. An unknown table or key is a :class:`ConfigWarning` (a
+warning, not an error, so an older memrepo still reads a newer vault) naming the nearest key.
 """
 from __future__ import annotations
 
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memrepo.errors import MemrepoError
+from memrepo.errors import ConfigError, ConfigWarning, Problem
+from memrepo.model import KINDS, LAYERS, SOURCES, STATUSES
 
 CONFIG_PATH = ".memrepo/config.toml"
 
@@ -66,6 +72,88 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# Keys without a default (absent means "not set"), with their type.
+OPTIONAL: dict[str, dict[str, type]] = {"vault": {"owner": str}}
+# Keys whose values come from a fixed set (for a list: each item).
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("risk", "high_kinds"): KINDS, ("risk", "high_sources"): SOURCES, ("risk", "high_layers"): LAYERS,
+    ("distill", "count_by"): ("day", "session", "day_or_session"),
+    ("promote", "count_by"): ("day", "session", "day_or_session"),
+    ("decay", "protected_layers"): LAYERS, ("decay", "lending_statuses"): STATUSES,
+    ("cleanup", "policy"): ("demote", "archive"),
+}
+_FRACTIONS = ("similarity", "common_day_share", "alpha", "beta", "gamma", "archive_threshold", "delete_threshold",
+              "keystone_weight", "tolerance")
+# Numbers: (lowest, highest) accepted; every other number must be >= 0.
+RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
+    **{(t, k): (0.0, 1.0) for t in ("distill", "promote", "decay") for k in _FRACTIONS if k in DEFAULTS[t]},
+    **{(t, k): (1, None) for t in ("distill", "promote") for k in ("window_days", "min_occurrences", "max_per_subject", "max_per_run")},
+    ("decay", "rounds"): (1, None), ("decay", "half_life_days"): (0.001, None),
+}
+
+
+def _nearest(word: str, known) -> str:
+    import difflib
+    near = difflib.get_close_matches(word, list(known), n=1, cutoff=0.5)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, float | int):
+        return "a number"
+    if isinstance(value, list):
+        return "a list of texts"
+    return "a text"
+
+
+def _accepts(default: Any, value: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    if isinstance(default, list):
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, type(default))
+
+
+def check(data: dict[str, Any]) -> tuple[list[Problem], list[str]]:
+    """Problems (wrong type, out of range, not one of the values) and warnings (unknown tables
+    and keys, with the nearest known name) of a parsed config.toml."""
+    problems: list[Problem] = []
+    notes: list[str] = []
+    known_tables = set(DEFAULTS) | set(OPTIONAL)
+    for table, values in data.items():
+        if not isinstance(values, dict):
+            problems.append(Problem(CONFIG_PATH, table, f"must be a [{table}] table, not {_type_name(values)}"))
+            continue
+        if table not in known_tables:
+            notes.append(f"{CONFIG_PATH}: unknown table [{table}] is ignored{_nearest(table, known_tables)}")
+            continue
+        defaults, optional = DEFAULTS.get(table, {}), OPTIONAL.get(table, {})
+        for key, value in values.items():
+            where = f"{table}.{key}"
+            if key not in defaults and key not in optional:
+                notes.append(f"{CONFIG_PATH}: unknown key {where} is ignored{_nearest(key, [*defaults, *optional])}")
+                continue
+            default = defaults[key] if key in defaults else optional[key]()
+            if not _accepts(default, value):
+                problems.append(Problem(CONFIG_PATH, where, f"must be {_type_name(default)} (default {default!r}), not {value!r}"))
+                continue
+            choices = CHOICES.get((table, key))
+            items = value if isinstance(value, list) else [value]
+            wrong = [v for v in items if choices and v not in choices]
+            if wrong:
+                problems.append(Problem(CONFIG_PATH, where, f"{wrong[0]!r} is not one of {', '.join(choices)}"))
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                low, high = RANGES.get((table, key), (0, None))
+                if value != value or value < low or (high is not None and value > high):
+                    span = f"between {low} and {high}" if high is not None else f"at least {low}"
+                    problems.append(Problem(CONFIG_PATH, where, f"must be {span}, not {value!r}"))
+    return problems, notes
+
+
 @dataclass(frozen=True)
 class Config:
     data: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -86,8 +174,10 @@ def load(root: Path) -> Config:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise MemrepoError(f"{CONFIG_PATH}: {e}; fix the file (TOML syntax) and retry") from None
-    bad = [k for k, v in data.items() if not isinstance(v, dict)]
-    if bad:
-        raise MemrepoError(f"{CONFIG_PATH}:{bad[0]}: expected a [{bad[0]}] table")
+        raise ConfigError([Problem(CONFIG_PATH, "(file)", f"{e}; fix the file (TOML syntax) and retry")]) from None
+    problems, notes = check(data)
+    for note in notes:
+        warnings.warn(note, ConfigWarning, stacklevel=2)
+    if problems:
+        raise ConfigError(problems, "fix .memrepo/config.toml (the README's Lifecycle section lists every key)")
     return Config(data)

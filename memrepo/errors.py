@@ -133,3 +133,7 @@ class InvalidMemory(InvalidData):
 
 class ConfigError(InvalidData):
     """``.memrepo/config.toml`` breaks its schema (wrong type, out of range, bad TOML)."""
+
+
+class ConfigWarning(UserWarning):
+    """Something in ``config.toml`` is ignored (an unknown table or key); the CLI prints it once."""

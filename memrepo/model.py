@@ -16,6 +16,10 @@ from typing import Any, Mapping
 LAYERS = ("L1", "L2", "L3", "L4")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
 SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
+KINDS = ("event", "checkpoint", "decision", "constraint", "policy", "permission", "preference", "state",
+         "knowledge", "pattern", "principle", "identity")  # the schema's enum (a test keeps them equal)
+CHOICES: dict[str, tuple[str, ...]] = {"layer": LAYERS, "kind": KINDS, "status": STATUSES, "source": SOURCES}
+DATE_FORMS = "YYYY-MM-DD, or an ISO-8601 date-time with a zone such as 2026-12-01T09:30:00+00:00 or ...Z"
 MEMORIES_DIR = "memories"
 ARCHIVE_DIR = "archive"
 MEMORY_ROOTS = (MEMORIES_DIR, ARCHIVE_DIR)
@@ -73,6 +77,43 @@ def epoch_seconds(text: str | None) -> float | None:
     except ValueError:
         return None
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...] | None = None) -> Any:
+    """``value`` when it is one of ``choices`` (default: the schema's values for ``name``);
+    else a UsageError naming the accepted values and, for a near miss, the one meant."""
+    choices = choices or CHOICES[name]
+    if value is None or value in choices:
+        return value
+    from memrepo.errors import UsageError
+    text = str(value)
+    near = [c for c in choices if c.lower() == text.lower()]
+    if not near:
+        import difflib
+        near = difflib.get_close_matches(text, choices, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    raise UsageError(f"--{name} {text!r} is not one of {', '.join(choices)}{hint}")
+
+
+def parse_when(name: str, value: Any) -> dt.datetime | None:
+    """A date (taken as 00:00 UTC) or an ISO-8601 date-time with a zone, for options such as
+    ``--since``; anything else is a UsageError listing the accepted forms."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    when = None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            day = dt.date.fromisoformat(text)
+        except ValueError:
+            day = None
+        when = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC) if day else None
+    elif "T" in text or " " in text:
+        when = aware_time(text)
+    if when is None:
+        from memrepo.errors import UsageError
+        raise UsageError(f"--{name} {text!r} is not a date: use {DATE_FORMS}")
+    return when
 
 
 def parse_timestamp(value: str) -> dt.datetime:

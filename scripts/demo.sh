@@ -70,4 +70,30 @@ D=$(memrepo proposals --json | python3 -c 'import json,sys; print([p["id"] for p
 run memrepo review "$D"
 run memrepo distill --now 2026-11-29
 
+step "9. A long agent session survives compaction (English, then Chinese): prune, flush, recall"
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+for LANG_ in en zh; do
+  S="$WORK/session-$LANG_"
+  python3 "$SCRIPTS/agent_session.py" --lang "$LANG_" "$S"
+  [ "$LANG_" = en ] && memrepo import "$S/noise.jsonl" > /dev/null  # unrelated memories (the same in both runs)
+  echo "-- [$LANG_] prune the transcript: old tool results are trimmed, kept in full as evidence first"
+  memrepo prune "$S/transcript.json" --json > "$S/pruned.json"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%s -> %s characters; trimmed %d, cleared %d" % (format(r["chars_before"], ","), format(r["chars_after"], ","), len(r["trimmed"]), len(r["cleared"])))' "$S/pruned.json"
+  PTR=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next(x["evidence"] for x in r["trimmed"] + r["cleared"] if x["message"] == 2))' "$S/pruned.json")
+  run memrepo evidence "$PTR" | grep -E "312|排空" || true
+  echo "-- [$LANG_] before compaction the model answers the flush prompt (memrepo flush --prompt --lang $LANG_)"
+  sed "s/{LOG_EVIDENCE}/$PTR/" "$S/flush.md" > "$S/answer.md"
+  run memrepo flush --cycle 1 --session "demo-$LANG_" < "$S/answer.md"
+  run memrepo flush --cycle 1 --session "demo-$LANG_" --json < "$S/answer.md"
+  echo "-- [$LANG_] compaction: the transcript is dropped"
+  rm "$S/transcript.json"
+  Q=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["question"])' "$S/questions.json")
+  Q2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["question2"])' "$S/questions.json")
+  run memrepo recall --budget 900 "$Q"
+  run memrepo recall --budget 600 "$Q2"
+done
+echo "-- long-term layers changed only through review:"
+run memrepo list --layer L2
+run memrepo proposals
+
 step "Done. The vault was $V (deleted on exit)."

@@ -25,6 +25,9 @@ def isolated_env(tmp_path_factory, monkeypatch):
     subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
     subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
     monkeypatch.setenv("MEMREPO_LOCK_TIMEOUT", "10")
+    # Keyword ranking unless a test asks for the semantic layer (tests/test_semantic.py):
+    # loading the model costs about a second per process.
+    monkeypatch.setenv("MEMREPO_SEMANTIC", "0")
     yield
 
 

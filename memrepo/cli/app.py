@@ -54,7 +54,12 @@ class MemrepoGroup(TyperGroup):
         from memrepo.errors import MemrepoError
         as_json, front, rest = hoist_globals(args, GLOBAL_OPTIONS)
         state.json, state.vault_path, state.agent = as_json, None, None
-        argv = front + self.place_json(rest, as_json=as_json)
+        path_end, command = self.resolve(rest)
+        if command is not self:
+            strict_options(command)
+        takes_json = command is not self and any("--json" in getattr(p, "opts", ()) for p in command.params)
+        argv = front + rest[:path_end] + (["--json"] if as_json and takes_json else []) + rest[path_end:]
+        output.show_warnings()
         try:
             rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -74,23 +79,49 @@ class MemrepoGroup(TyperGroup):
             raise
         return rv if isinstance(rv, int) else 0
 
-    def place_json(self, rest: list[str], *, as_json: bool) -> list[str]:
-        """``--json`` after the command path when that command has a ``--json`` option
-        (errors are JSON either way)."""
-        if not as_json:
-            return rest
-        path_end, group = 0, self
+    def resolve(self, rest: list[str]):
+        """Where the command path ends in ``rest`` and the command it names (self if none)."""
+        path_end, command = 0, self
         for i, arg in enumerate(rest):
             if arg.startswith("-"):
                 continue
-            command = getattr(group, "commands", {}).get(arg)
-            if command is None:
+            found = getattr(command, "commands", {}).get(arg)
+            if found is None:
                 break
-            path_end, group = i + 1, command
-            if not hasattr(command, "commands"):
+            path_end, command = i + 1, found
+            if not hasattr(found, "commands"):
                 break
-        takes_json = group is not self and any("--json" in getattr(p, "opts", ()) for p in group.params)
-        return rest[:path_end] + (["--json"] if takes_json else []) + rest[path_end:]
+        return path_end, command
+
+
+# An option whose parameter has one of these names is checked, in every command: enum values
+# against the schema (with "did you mean"), dates as a date or a date-time with a zone.
+ENUM_PARAMS = ("layer", "kind", "status", "source")
+DATE_PARAMS = ("since", "until", "expires", "now")
+
+
+def strict_options(command) -> None:
+    """Give ``command``'s enum and date options their check (a bad value is a usage error, 2)."""
+    from memrepo import model
+    for param in command.params:
+        if param.name in ENUM_PARAMS:
+            check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
+        elif param.name in DATE_PARAMS:
+            check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
+        else:
+            continue
+        param.callback = _chained(param.callback, check)
+
+
+def _chained(before, check):
+    def callback(ctx, param, value):
+        value = before(ctx, param, value) if before else value
+        for item in value if isinstance(value, list | tuple) else [value]:
+            checked = check(item)
+        if param.name == "expires" and value is not None:  # the front matter keeps a date-time
+            return checked.isoformat()
+        return value
+    return callback
 
 
 def _show_version(value: bool) -> None:
@@ -236,6 +267,11 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
             rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
     text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
                      f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    if not rows and not as_json and (subject or fact):
+        with _vault() as vault:
+            what = [f"{name} {value!r}" for name, value in (("subject", subject), ("fact", fact))
+                    if value and not vault.list(**{name: value})]
+        text = f"no memory has {' or '.join(what)}" if what else text
     _out(rows, as_json, text or "no memories match")
 
 
@@ -273,9 +309,21 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal)."""
     from memrepo.review import writes as memories
+    if from_ is not None:
+        from memrepo.agents import openclaw
+        from memrepo.errors import UsageError
+        if from_ != "openclaw":
+            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+        with _vault() as vault:
+            found = openclaw.import_openclaw(vault, file, author=author)
+        _out(found.as_dict(), as_json, f"imported {len(found.imported)} memories from {file} ("
+             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
+             + (f" -> commit {found.commit[:12]}" if found.commit else ""))
+        return
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -435,11 +483,15 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 @app.command()
 def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index from the memory files."""
+    """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         count = svc.rebuild(vault, progress=_progress("reindex"))
-    _out({"indexed": count}, as_json, f"indexed {count} memories")
+        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
+         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
 
 @app.command()
@@ -552,18 +604,18 @@ def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--qu
 
 @app.command()
 def schedule(install: bool = typer.Option(False, "--install", help="Write it for the current user."),
-             kind: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
+             timer: str = typer.Option("cron", "--kind", help="cron or systemd (user timer)."),
              at: str = typer.Option("03:17", "--at", help="Time of day, HH:MM."),
              as_json: bool = JsonOpt):
     """Print (or --install) a cron entry or systemd user timer running the nightly job."""
     from memrepo.lifecycle import schedule as lifecycle_schedule
     with _vault() as vault:
         if install:
-            for line in lifecycle_schedule.install_schedule(vault, kind=kind, at=at):
+            for line in lifecycle_schedule.install_schedule(vault, kind=timer, at=at):
                 typer.echo(line)
             return
-        files = lifecycle_schedule.schedule_text(vault, kind=kind, at=at)
-    _out(files, as_json, "\n".join(f"# {name}\n{text}" if kind == "systemd" else text for name, text in files.items()))
+        files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
+    _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
 
 
 # ---- recovery (a write killed half-way)
@@ -682,6 +734,87 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         lines.append(f"  {', '.join(result.pending_review)} pending_review -> proposal {result.proposal} "
                      f"(review: memrepo review {result.proposal})")
     _out(result.as_dict(), as_json, "\n".join(lines))
+
+
+@app.command()
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+          keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
+          soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
+          head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
+          tail: int = typer.Option(1500, "--tail", help="Characters kept from the end of a trimmed result."),
+          hard_ratio: float = typer.Option(0.5, "--hard-ratio", help="Still above this share of the original size: clear the oldest results."),
+          as_json: bool = JsonOpt):
+    """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
+    from memrepo.agents import prune as svc
+    from memrepo.errors import UsageError
+    text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
+    options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
+    with _vault() as vault:
+        result = svc.prune(vault, data, options)
+    if as_json:
+        _out({"transcript": result.transcript, **result.report()}, True)
+        return
+    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
+               f"cleared {len(result.cleared)} tool results"
+               + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
+    for r in result.trimmed + result.cleared:
+        typer.echo(f"  message {r['message']}: {r['chars']:,} characters -> {r['evidence']}", err=True)
+    for pointer in result.outside_git:
+        typer.echo(f"  {pointer} is over the evidence size cap: kept in .memrepo/evidence/, not in git", err=True)
+
+
+@app.command()
+def evidence(pointer: str = typer.Argument(..., metavar="POINTER", help="evidence:<sha256 prefix> or the bare hex prefix."),
+             as_json: bool = JsonOpt):
+    """Print the full text a pruned tool result or a memory's evidence pointer names."""
+    from memrepo.agents import evidence as svc
+    with _vault() as vault:
+        found = svc.get_evidence(vault, pointer)
+    if as_json:
+        _out({"pointer": found.pointer, "sha256": found.sha, "path": found.path, "text": found.text}, True)
+    else:
+        typer.echo(found.text, nl=not found.text.endswith("\n"))
+
+
+@app.command()
+def mcp(vault: Optional[str] = typer.Option(None, "--vault", help="Vault to serve (default: the global --vault, or found as git does).")):
+    """Run the MCP server on stdio (tools: memory_recall, memory_search, memory_get, memory_write, ...).
+
+    --agent NAME (global, before or after the command) is recorded as the author of writes."""
+    from memrepo.mcp.server import serve
+    serve(vault or state.vault_path, state.agent)
+
+
+@app.command()
+def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folder) or jsonl (the import format)."),
+           target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
+           as_json: bool = JsonOpt):
+    """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
+    from memrepo.agents import openclaw
+    from memrepo.errors import UsageError
+    if to == "jsonl":
+        with _vault() as vault:
+            lines = list(openclaw.export_jsonl(vault))
+        if target is None:
+            for line in lines:
+                typer.echo(line)
+        else:
+            target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            _out({"file": str(target), "memories": len(lines)}, as_json, f"wrote {len(lines)} memories to {target}")
+        return
+    if to != "openclaw":
+        raise UsageError(f"--to {to}: use openclaw or jsonl")
+    if target is None:
+        raise UsageError("give the OpenClaw workspace folder: memrepo export --to openclaw WORKSPACE")
+    with _vault() as vault:
+        result = openclaw.export_openclaw(vault, target)
+    _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
 
 
 # ------------------------------------------------------------------ hooks

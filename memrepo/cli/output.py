@@ -82,6 +82,26 @@ def report_os_error(error: OSError, *, as_json: bool) -> int:
     return 3 if missing else 1
 
 
+def show_warnings() -> None:
+    """Print memrepo's own warnings (an unknown config key, ...) as one ``warning:`` line each
+    on stderr, once per message; other warnings go where Python sends them."""
+    import warnings
+
+    from memrepo.errors import ConfigWarning
+    seen: set[str] = set()
+    original = getattr(warnings.showwarning, "memrepo_original", warnings.showwarning)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, ConfigWarning):
+            return original(message, category, filename, lineno, file, line)
+        if str(message) not in seen:
+            seen.add(str(message))
+            print(f"warning: {message}", file=sys.stderr)
+    show.memrepo_original = original  # type: ignore[attr-defined]
+    warnings.showwarning = show
+    warnings.simplefilter("always", ConfigWarning)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
     sys.stdout.flush()

@@ -6,19 +6,30 @@ builds :class:`Entry` values from memory files, calls :func:`find_patterns` (L1 
 
 Matching is linear-ish, never all-pairs:
 
-1. every entry becomes a unit TF-IDF vector over :func:`content_terms` of its summary (counted
-   twice: it is the entry's gist) and body, plus pseudo-terms for its ``subject/fact`` key and
-   its tags;
-2. each entry is put into the buckets of its *signature*: its rarest terms, taken until the
+0. small talk is left out (:mod:`memrepo.lifecycle.smalltalk`): greeting, thanks, farewell …
+   sentences go, and in a conversation turn so do sentences about the listener; an entry with
+   nothing left is not matched at all (``--explain`` groups them by kind);
+1. every entry becomes a unit TF-IDF vector over :func:`content_terms` of its remaining
+   summary (counted twice: it is the entry's gist) and body, plus pseudo-terms for its
+   ``subject/fact`` key and its tags (not ``speaker-*``/``session-*``); terms on
+   ``common_day_share`` of the days or more are dropped (they recur everywhere, so they say
+   nothing about *which* thing recurs), and an entry left with fewer than two content words
+   is left out too;
+2. each entry is put into the buckets of its *signature* — its rarest terms, taken until the
    rest of its vector could no longer reach ``similarity`` (prefix filtering), plus its fact
-   key. Inside a bucket an entry is compared only with its ``bucket_cap`` predecessors in
-   time, and terms held by more than ``max_df`` of the entries are dropped after
-   normalising (they dilute, never match), so the work is at most
-   ``N · signature_size · bucket_cap`` comparisons;
-3. pairs scoring at least ``similarity`` (cosine, plus bonuses for a shared fact key and
-   shared tags) are joined with union-find;
-4. a cluster seen on ``min_occurrences`` distinct days (or sessions) becomes a candidate,
-   unless a :class:`KnownPattern` already covers it (idempotence, reinforcements).
+   key — one set of buckets per speaker (``speaker-*`` tag, ``Name:`` label, ``author``), so
+   two people saying the same thing never join. Inside a bucket an entry is compared only
+   with its ``bucket_cap`` predecessors in time, and terms held by more than ``max_df`` of
+   the entries are dropped after normalising (they dilute, never match), so the work is at
+   most ``N · signature_size · bucket_cap`` comparisons;
+3. pairs sharing :data:`MIN_SHARED_WORDS` content words (or a fact key) and scoring at least
+   ``similarity`` (cosine, plus bonuses for a shared fact key and shared tags) are joined with
+   union-find; chained clusters are split until coherent;
+4. a cluster seen on ``min_occurrences`` distinct days (or sessions) whose members share
+   content becomes a candidate, unless a :class:`KnownPattern` already covers it (idempotence,
+   reinforcements). It reads as a statement (the speaker and the member sentence nearest the
+   cluster's centroid), is scored by its evidence (days, similarity, shared words), and the
+   best ``max_per_subject`` per subject (``max_per_run`` in all) are returned; the rest wait.
 
 English and Chinese paraphrases match within their language; across languages only a shared
 fact key (or shared tags) joins them: there is no dictionary or translation here.

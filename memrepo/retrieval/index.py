@@ -36,8 +36,10 @@ from memrepo.retrieval.ranking import (
     Hit,
     SearchQuery,
     SearchResult,
+    Semantic,
     Tuning,
     run_query,
+    semantic_text,
     weighting,
 )
 from memrepo.store import faults
@@ -250,18 +252,26 @@ class MemoryIndex:
             except Exception:
                 pass
 
-    def search(self, q: SearchQuery) -> SearchResult:
+    def search(self, q: SearchQuery, *, semantic=None) -> SearchResult:
         """Run one query (see :func:`search_many`)."""
-        return self.search_many([q])[0]
+        return self.search_many([q], semantic=semantic)[0]
 
-    def search_many(self, qs: Iterable[SearchQuery]) -> list[SearchResult]:
-        """Run several queries with one searcher (the batch path of the CLI and benchmarks)."""
+    def search_many(self, qs: Iterable[SearchQuery], *, semantic=None) -> list[SearchResult]:
+        """Run several queries with one searcher (the batch path of the CLI and benchmarks).
+
+        ``semantic`` is ``(vectors, encoder)``: a loaded :class:`~memrepo.retrieval.vectors.Snapshot`
+        and an :class:`~memrepo.retrieval.embed.Encoder`; with it the ranking is hybrid."""
         qs = list(qs)
         learned = self.stats.learned_stopwords() if self.stats else frozenset()
+        extra: list[Semantic | None] = [None] * len(qs)
+        if semantic is not None:
+            vectors, encoder = semantic
+            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, encoder.query(semantic_text(q.text, self.tuning)))
+                     for q in qs]
         for attempt in range(OPEN_RETRIES):
             searcher = self._cached_searcher()
             try:
-                return [run_query(searcher, q, self.stats, learned, self.tuning) for q in qs]
+                return [run_query(searcher, q, self.stats, learned, self.tuning, sem) for q, sem in zip(qs, extra)]
             except FileNotFoundError:
                 # a writer replaced files under a searcher opened before it committed
                 self.close()

@@ -54,6 +54,8 @@ class Hit:
     fact: str | None
     tags: tuple[str, ...]
     created: str | None
+    keyword_score: float = 0.0            # BM25F divided by the pool's best
+    semantic_score: float | None = None   # cosine of the memory's and the query's vectors
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class SearchResult:
     hits: tuple[Hit, ...]
     nothing_relevant: bool
     intent: str
+    semantic: str = "off"   # hybrid | building | off | unavailable
 
 @dataclass(frozen=True)
 class Tuning:
@@ -100,9 +103,28 @@ class Tuning:
     postings_budget: int = 2000
     max_terms: int = 64
     common_terms: int = 2
+    # Hybrid ranking (when the vault's vectors are ready): the keyword side's weight per
+    # intent (the cosine gets the rest), the nearest memories taken into a vector-led pool,
+    # and the cosine that makes a memory relevant without a shared word (e.g. across
+    # languages). Chosen on the dev halves: bench/RESULTS.md.
+    mix_fact: float = 0.9
+    mix_general: float = 0.45
+    mix_howto: float = 0.45
+    mix_history: float = 0.45
+    mix_latin: float = 0.9         # at least this for a query mostly in Latin script
+    semantic_pool: int = 30
+    semantic_floor: float = 0.35  # unrelated texts score < 0.15, translations 0.4-0.65 (tests/test_semantic.py)
+    semantic_user_only: bool = True  # embed only the user's turns of a transcript query
 
 
 DEFAULT_TUNING = Tuning()
+
+
+@dataclass(frozen=True)
+class Semantic:
+    """The query's vector and the vault's vectors (a :class:`memrepo.retrieval.vectors.Snapshot`)."""
+    vectors: object
+    query: object
 
 
 @dataclass
@@ -113,6 +135,8 @@ class _Cand:
     coverage: float
     score: float = 0.0
     seen: Counter | None = None
+    keyword: float = 0.0           # bm25 / the pool's best
+    cosine: float | None = None    # semantic similarity (hybrid ranking only)
 
 
 @dataclass
@@ -130,7 +154,12 @@ class _Plan:
 
 
 def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[str],
-               tuning: Tuning = DEFAULT_TUNING) -> SearchResult:
+              tuning: Tuning = DEFAULT_TUNING, semantic: Semantic | None = None) -> SearchResult:
+    """Rank one query. With ``semantic`` the ranking is hybrid, routed by intent (seed 003):
+    a fact lookup is led by keywords and the vectors only re-rank its keyword candidates
+    (unless they are fewer than the limit); a concept, how-to or history question also takes
+    the nearest memories by vector into the pool. Each candidate's score mixes ``keyword / best keyword`` and the min-max cosine
+    over the pool with the intent's keyword weight (``Tuning.mix_*``)."""
     from memrepo.retrieval.analysis import detect_intent
     intent = detect_intent(q.text)
     history = q.history or intent == "history"
@@ -147,11 +176,64 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
         if extra:
             wq = _build_query(searcher, q, plan, intent, tuning, extra=extra)
             cands = _collect(searcher, wq, flt, mask, tuning.pool)
-    cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0))
-    if history:  # the relevant versions, newest first: a timeline of the fact
+    mix = None
+    if semantic is not None and not q.advanced:
+        mix = _mix_weight(tuning, intent, history, q.text)
+        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask,
+                              vector_led=intent != "fact" or len(cands) < q.limit, pool=tuning.semantic_pool)
+    cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
+    if history:  # the relevant versions, newest first: a timeline of what is shown
         cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
     hits = tuple(_hit(c, q.text) for c in cands)
-    return SearchResult(q.text, hits, not hits, intent)
+    return SearchResult(q.text, hits, not hits, intent, "hybrid" if mix is not None else "off")
+
+
+def _mix_weight(tuning: Tuning, intent: str, history: bool, query: str) -> float:
+    """The keyword side's weight for this query (the rest goes to the cosine)."""
+    if intent == "fact":
+        a = tuning.mix_fact
+    elif history:
+        a = tuning.mix_history
+    elif intent == "howto":
+        a = tuning.mix_howto
+    else:
+        a = tuning.mix_general
+    # the model ranks Chinese text far better than English (dev halves: cosine alone MADial
+    # R@10 63.6, LoCoMo 32.9): a query mostly in Latin script leans on keywords
+    cjk = sum(1 for ch in query if text.is_cjk(ch))
+    latin = sum(1 for ch in query if ch.isascii() and ch.isalpha())
+    if latin > cjk:
+        a = max(a, tuning.mix_latin)
+    return a
+
+
+def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
+    return {"active"} | ({"archived"} if q.deep else set()) \
+        | ({"superseded", "rolled_back"} if history else set())
+
+
+def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
+                  flt, mask, *, vector_led: bool, pool: int) -> list[_Cand]:
+    """Give every candidate its cosine; when vector-led, add the nearest memories within the
+    filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh)."""
+    vec = semantic.vectors
+    cos = vec.cosines(semantic.query, [c.fields["id"] for c in cands])  # type: ignore[attr-defined]
+    for c in cands:
+        c.cosine = cos.get(c.fields["id"])
+    if not vector_led:
+        return cands
+    have = {c.fields["id"] for c in cands}
+    near = vec.top(semantic.query, pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
+                   statuses=_allowed_statuses(q, history))
+    allow, deny = _docset(searcher, flt), _docset(searcher, mask)
+    for mid, c in near:
+        if mid in have:
+            continue
+        docnum = searcher.document_number(id=mid)
+        if docnum is None or (allow is not None and docnum not in allow) or (deny and docnum in deny):
+            continue
+        cands.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
+    return cands
 
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
@@ -201,6 +283,23 @@ def _query_counts(query: str, tuning: Tuning) -> Counter:
     return counts
 
 
+def semantic_text(query: str, tuning: Tuning = DEFAULT_TUNING) -> str:
+    """The text of a query that is embedded. In a transcript (as :func:`_query_counts` sees
+    one) the assistant's turns are left out and the speaker labels dropped: what the user
+    said names the memory."""
+    lines = query.splitlines()
+    speakers = [m.group(1).lower() if m else None for m in map(_SPEAKER_RE.match, lines)]
+    if not tuning.semantic_user_only or sum(s is not None for s in speakers) < 2 \
+            or not any(s in ASSISTANTS for s in speakers):
+        return query
+    kept, speaker = [], None
+    for line, who, m in zip(lines, speakers, map(_SPEAKER_RE.match, lines)):
+        speaker = who or speaker
+        if speaker not in ASSISTANTS:
+            kept.append((line[m.end():] if m else line).strip().strip('"“”'))
+    return "\n".join(k for k in kept if k) or query
+
+
 def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tuning,
                  extra: dict[str, float] | None = None):
     from whoosh import query as wq
@@ -235,8 +334,7 @@ def _parse_advanced(searcher, query: str):
 
 def _filters(q: SearchQuery, history: bool):
     from whoosh import query as wq
-    allowed = {"active"} | ({"archived"} if q.deep else set()) \
-        | ({"superseded", "rolled_back"} if history else set())
+    allowed = _allowed_statuses(q, history)
     mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
     parts = []
     for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
@@ -324,8 +422,9 @@ def _feedback_terms(searcher, cands: list[_Cand], plan: _Plan,
 
 
 def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
-            tuning: Tuning, limit: int) -> list[_Cand]:
-    """Final order: normalised BM25F, same-session support, heat; then the relevance floor."""
+            tuning: Tuning, limit: int, mix: float | None = None) -> list[_Cand]:
+    """Final order: normalised BM25F (mixed with the cosine when ``mix`` is the keyword
+    weight), same-session support, heat; then the relevance floor."""
     if not cands:
         return cands
     # single CJK characters are terms only when the query is one (e.g. 库): analyse the
@@ -336,7 +435,9 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
         _score_skipped(searcher, cands, plan, skipped, uni, tuning)
     top = max(c.bm25 for c in cands) or 1.0
     for c in cands:
-        c.score = c.bm25 / top
+        c.score = c.keyword = c.bm25 / top
+    if mix is not None:
+        _mix(cands, mix)
     if tuning.neighbour:
         _add_neighbours(cands, tuning.neighbour)
     if stats is not None:
@@ -347,18 +448,36 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
     # terms no memory contains (e.g. bigrams across a Chinese word boundary) say nothing
     # about relevance: leave them out of the share
     idf = {t: plan.idf(t) for t in plan.terms if plan.df.get(t)}
+    near = tuning.semantic_floor if mix is not None else 2.0  # a cosine never reaches 2
+
+    def close(c: _Cand) -> bool:
+        return c.cosine is not None and c.cosine >= near
+
     if not idf:
-        return []
-    floor = min(tuning.floor, 1.5 / len(idf))
-    if max(_coverage(c, idf, uni) for c in cands[:limit]) < floor:
+        idf = {}
+    floor = min(tuning.floor, 1.5 / len(idf)) if idf else 2.0
+    if not any(_coverage(c, idf, uni) >= floor or close(c) for c in cands[:limit]):
         return []
     kept = []
     for c in cands:
-        if _coverage(c, idf, uni) >= floor * tuning.hit_floor:
+        if _coverage(c, idf, uni) >= floor * tuning.hit_floor or close(c):
             kept.append(c)
             if len(kept) >= limit:
                 break
     return kept
+
+
+def _mix(cands: list[_Cand], a: float) -> None:
+    """score = a * keyword / best + (1 - a) * min-max cosine over the pool (a linear mix
+    beat reciprocal-rank fusion on both dev halves: LIBRARIES.md, "Embeddings")."""
+    sims = [c.cosine for c in cands if c.cosine is not None]
+    if not sims:
+        return
+    lo, hi = min(sims), max(sims)
+    span = (hi - lo) or 1.0
+    for c in cands:
+        sem = 0.0 if c.cosine is None else (c.cosine - lo) / span
+        c.score = a * c.keyword + (1.0 - a) * sem
 
 
 def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str],
@@ -424,6 +543,8 @@ def _hit(c: _Cand, query: str) -> Hit:
                subject=f.get("subject", ""), summary=f.get("summary", ""),
                snippet=snippet(f.get("body") or f.get("summary", ""), query),
                status=f.get("status", ""), kind=f.get("kind", ""), fact=f.get("fact") or None,
-               tags=tuple(meta.get("tags", ())), created=f.get("created"))
+               tags=tuple(meta.get("tags", ())), created=f.get("created"),
+               keyword_score=round(c.keyword, 6),
+               semantic_score=None if c.cosine is None else round(c.cosine, 6))
 
 

@@ -4,19 +4,30 @@ Before every search the index catches up by itself: git says which memory files 
 between the commit the index reflects and HEAD (a memrepo write, a hand commit, a revert, a
 merge or a checkout of another branch alike), plus uncommitted edits in the working tree;
 only those files are re-read. A missing or corrupt index is rebuilt with a notice.
+
+The memory vectors of the hybrid ranking (:mod:`memrepo.retrieval.vectors`) catch up the same
+way, from the commit they reflect, when a search needs them: changed files are re-read and only
+texts whose content hash is new are encoded. A first build of a large vault runs in a
+background process (``python -m memrepo.retrieval.vectors_build``) while searches answer on
+keywords alone, saying ``"semantic": "building"``.
 """
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from memrepo import model
 from memrepo.errors import Busy, MemrepoError, UsageError
 from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.store import git
 from memrepo.store.vault import Vault
+
+INLINE_BUILD_MAX = 1000  # a first vector build of up to this many memories runs inside the search
+SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced")
 DIRTY_FILE = "dirty.json"
@@ -204,6 +215,9 @@ def make_query(text: str, **filters: Any):
     if not isinstance(text, str):
         raise UsageError("'query' must be a string")
     clean = {k: v for k, v in filters.items() if v is not None}
+    for name in ("layer", "kind"):
+        model.check_choice(name, clean.get(name))
+    model.parse_when("since", clean.get("since"))
     if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
         raise UsageError("'limit' must be a positive integer")
     return SearchQuery(text=text, **clean)
@@ -212,19 +226,135 @@ def make_query(text: str, **filters: Any):
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
     from memrepo.retrieval.index import IndexCorrupt, MemoryIndex
+    if log_recalls and not session:
+        raise UsageError("--log records recalls of a session: give --session ID too")
     report = sync(vault)
+    state, semantic, notice = semantic_sync(vault)
+    if notice:
+        report = SyncReport(report.rebuilt, report.updated, report.deleted,
+                            f"{report.notice}; {notice}" if report.notice else notice)
     s = stats(vault)
     try:
-        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
-        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
+    if state != "hybrid":
+        results = [replace(r, semantic=state) for r in results]
     if log_recalls and session:
         for result in results:
             s.record_recall(session, result.query, [h.id for h in result.hits])
     if s.notice:
         report = replace(report, notice="; ".join(filter(None, (report.notice, s.notice))))
     return results, report
+
+
+# ---- the semantic layer's state -----------------------------------------------------------
+
+def semantic_enabled(vault: Vault) -> bool:
+    """``[search] semantic`` (default true), overridden per process by MEMREPO_SEMANTIC=0/1."""
+    env = os.environ.get(SEMANTIC_ENV)
+    if env is not None and env.strip() != "":
+        return env.strip().lower() not in ("0", "false", "no", "off")
+    value = vault.config.get("search", "semantic", True)
+    return value if isinstance(value, bool) else True
+
+
+def _vector_store(vault: Vault):
+    from memrepo.retrieval.vectors import VectorStore
+    return VectorStore(vault.index_dir / "vectors")
+
+
+def _vec_doc(doc):
+    from memrepo.retrieval import embed
+    from memrepo.retrieval.vectors import VecDoc
+    return VecDoc(doc.id, embed.memory_text(doc.summary, doc.body), doc.subject, doc.status, doc.layer, doc.kind)
+
+
+def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
+    """(state, (vectors, encoder) or None, notice): bring the vectors to HEAD when they exist;
+    build them inline for a small vault, in the background for a large one."""
+    if not semantic_enabled(vault):
+        return "off", None, None
+    from memrepo.retrieval import embed
+    if not embed.available():
+        return "unavailable", None, (f"semantic search unavailable ({embed.DISTRIBUTION} is not installed): "
+                                     "keywords only")
+    from memrepo.retrieval.vectors import VectorsBusy
+    store = _vector_store(vault)
+    try:
+        if not store.ready():
+            if store.building():
+                return "building", None, "semantic vectors are being built: keywords only until they are ready"
+            paths = [p for p in vault.tree_paths() if is_memory_path(p)]
+            if len(paths) > INLINE_BUILD_MAX:
+                start_background_build(vault)
+                return "building", None, (f"building semantic vectors for {len(paths)} memories in the background: "
+                                          "keywords only until they are ready")
+            build_vectors(vault)
+        else:
+            _catch_up_vectors(vault, store)
+    except VectorsBusy:
+        return "building", None, "semantic vectors are being written by another process: keywords only"
+    return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
+
+
+def _catch_up_vectors(vault: Vault, store) -> None:
+    from memrepo.retrieval import embed
+    head = git.rev_parse(vault.root, "HEAD")
+    indexed = store.commit()
+    changed: set[str] = set()
+    if indexed != head and head:
+        try:
+            changed = {c.path for c in git.diff_tree(vault.root, indexed, head, MEMORY_ROOTS)} if indexed else None
+        except MemrepoError:
+            changed = None
+        if changed is None:  # the commit the vectors reflect is gone: re-read everything (cached by hash)
+            build_vectors(vault)
+            return
+    dirty = set(_load_scan(vault).paths)  # the index sync just looked at the working tree
+    todo = changed | dirty | set(store.dirty())
+    if not todo and indexed == head:
+        return
+    upserts, deletes = [], []
+    for path in sorted(todo):
+        doc = _read_worktree(vault, path) if is_memory_path(path) else None
+        (upserts.append(_vec_doc(doc)) if doc else deletes.append(path.rsplit("/", 1)[-1][:-3]))
+    live = {d.id for d in upserts}
+    store.apply(upserts, [d for d in deletes if d not in live], embed.shared(embed.user_cache_dir()), commit=head, dirty=sorted(dirty))
+
+
+def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
+    """Encode every memory of the working tree (texts already encoded are reused by hash)."""
+    from memrepo.retrieval import embed
+    head = git.rev_parse(vault.root, "HEAD")
+    paths = [p for p in vault.tree_paths() if is_memory_path(p)]
+    docs = [_vec_doc(d) for d in (_read_worktree(vault, p) for p in paths) if d is not None]
+    return _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
+                                        dirty=sorted(_load_scan(vault).paths))
+
+
+def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> tuple[str, int]:
+    """``memrepo reindex``'s second half: (state, vectors) — "off" or "unavailable" build nothing."""
+    if not semantic_enabled(vault):
+        return "off", 0
+    from memrepo.retrieval import embed
+    if not embed.available():
+        return "unavailable", 0
+    from memrepo.retrieval.vectors import VectorsBusy
+    try:
+        return "hybrid", build_vectors(vault, progress=progress)
+    except VectorsBusy as e:
+        raise Busy(f"{e}; retry in a moment") from None
+
+
+def start_background_build(vault: Vault) -> None:
+    """Build the vectors in a detached process (it takes the vectors' write lock)."""
+    import subprocess
+    import sys
+    subprocess.Popen([sys.executable, "-m", "memrepo.retrieval.vectors_build", str(vault.root)],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
 
 
 def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
@@ -240,7 +370,8 @@ def hit_dict(hit) -> dict[str, Any]:
 
 def result_dict(result) -> dict[str, Any]:
     return {"query": result.query, "hits": [hit_dict(h) for h in result.hits],
-            "nothing_relevant": result.nothing_relevant, "intent": result.intent}
+            "nothing_relevant": result.nothing_relevant, "intent": result.intent,
+            "semantic": result.semantic}
 
 
 def read_queries(path: Path) -> list[tuple[Any, Any]]:

@@ -89,8 +89,11 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
-        push: bool = False, remote: str = "origin") -> WriteResult:
-    """Write one memory: low risk commits to main as active, high risk opens a proposal."""
+        push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
+    """Write one memory: low risk commits to main as active, high risk opens a proposal.
+
+    ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
+    write into a long-term layer, for instance."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
     refuse_foreign_scope(vault, memory)
@@ -101,6 +104,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
         if taken:
             raise InvalidMemory(taken, "nothing was written")
         decision = risk.assess(memory.meta, catalog, vault.config)
+        if review:
+            decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
+                                     decision.supersedes)
         status = "pending_review" if decision.high else "active"
         memory = memory.evolve(status=status, risk=decision.level, risk_reason=decision.reason,
                                supersedes=decision.supersedes.id if decision.supersedes else None)

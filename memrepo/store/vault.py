@@ -253,6 +253,11 @@ class Vault:
         return memory
 
     def list(self, **filters: str | None) -> List[dict]:
+        """Rows of memories on main matching every given filter; a layer, kind, status or
+        source that is not one of the schema's values is a UsageError (not an empty list)."""
+        from memrepo.model import CHOICES, check_choice
+        for name in CHOICES:
+            check_choice(name, filters.get(name))
         return self.catalog().query(**filters)
 
     def history(self, memory_id: str) -> List[git.LogEntry]:

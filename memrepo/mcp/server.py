@@ -1,0 +1,150 @@
+"""``memrepo mcp``: a stdio MCP server over :mod:`memrepo.api` (the one owner of the ``mcp`` SDK).
+
+The server keeps one vault open for its lifetime, so the catalog, the search index's
+searcher and the configuration stay warm between calls; every call still catches up with
+git first, so commits made by other processes (hand edits, the CLI, another agent) are seen
+on the next call. Tools return JSON; a memrepo error reaches the client as a tool error
+carrying the same message the CLI prints, never a traceback.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Literal
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, TextContent
+
+from memrepo import api
+from memrepo.errors import MemrepoError
+
+INSTRUCTIONS = """memrepo is your long-term memory: a git repository of short markdown memories that people review.
+- At the start of a task read the `memrepo://context` resource (identity, principles, constraints, preferences).
+- Before answering something that may depend on earlier work, call memory_recall with the user's message.
+- Cite the [id] of every memory you rely on.
+- Write only short, hard, reusable entries (decisions, constraints, preferences, project state, evidence pointers);
+  never raw logs, long JSON or chit-chat. Risky writes (constraints, policies, overrides, long-term layers) become
+  proposals a person reviews: they are not active until applied."""
+
+
+def _result(call: Callable[[], Any]) -> CallToolResult:
+    try:
+        data = call()
+    except MemrepoError as e:
+        return CallToolResult(content=[TextContent(type="text", text=str(e))], isError=True)
+    structured = data if isinstance(data, dict) else {"result": data}
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+                          structuredContent=structured)
+
+
+class Memory:
+    """The server's state: one vault, opened once (warm catalog, index and config)."""
+
+    def __init__(self, vault_path: str | None = None, agent: str | None = None):
+        self.vault = api.Vault.find(explicit=vault_path)
+        self.agent = agent
+
+    def close(self) -> None:
+        self.vault.close()
+
+
+def build_server(vault_path: str | None = None, agent: str | None = None) -> FastMCP:
+    """An MCP server for the vault at ``vault_path`` (found as the CLI finds it when None)."""
+    state = Memory(vault_path, agent)
+    vault = state.vault
+    server = FastMCP("memrepo", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool()
+    def memory_recall(text: str, budget: int = 4000, session: str | None = None,
+                      subject: str | None = None) -> CallToolResult:
+        """Recall the memories relevant to the user's latest message (or a transcript) as one block to read,
+        best first, within `budget` characters. Call it before answering anything that may depend on earlier
+        work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
+        def run():
+            r = api.recall(vault, text, budget=budget, session=session, subject=subject)
+            return {"block": r.text, **r.as_dict()}
+        return _result(run)
+
+    @server.tool()
+    def memory_search(query: str, limit: int = 10, subject: str | None = None, layer: str | None = None,
+                      kind: str | None = None, tag: str | None = None, include_history: bool = False) -> CallToolResult:
+        """Search active memories by free text (Chinese and English); returns ids, summaries and snippets.
+        Use memory_get for a full memory. `include_history` adds superseded versions (for 'what was it before?')."""
+        def run():
+            from memrepo.retrieval.search import result_dict
+            result, _ = api.search(vault, query, limit=limit, subject=subject, layer=layer, kind=kind, tag=tag,
+                                   history=include_history)
+            return result_dict(result)
+        return _result(run)
+
+    @server.tool()
+    def memory_get(id: str) -> CallToolResult:
+        """One memory in full (front matter and body) by its id, as it is on the main branch."""
+        def run():
+            m = vault.get(id)
+            return {**dict(m.meta), "path": m.path, "body": m.body}
+        return _result(run)
+
+    @server.tool()
+    def memory_write(summary: str, body: str = "", subject: str = "general", kind: str | None = None,
+                     fact: str | None = None, layer: Literal["L1", "L2", "L3", "L4"] = "L1",
+                     tags: list[str] | None = None, evidence: list[str] | None = None,
+                     links: list[str] | None = None, session: str | None = None,
+                     source: Literal["user", "model-inference", "tool"] = "user") -> CallToolResult:
+        """Write one memory: short, hard, reusable (a decision with its reason, a constraint, a preference,
+        project state, an evidence pointer such as evidence:<sha> or path#L10-L20), never raw output.
+        `source`: user (the user said it), tool (a tool showed it), model-inference (your own conclusion).
+        Low-risk L1 entries become active at once; constraints, policies, permissions, overrides of an active
+        fact, your own inferences and anything above L1 go to review: the answer says pending_review and
+        the proposal id, and the memory is not active until a person applies it."""
+        fields = {"summary": summary, "subject": subject, "kind": kind, "fact": fact, "layer": layer,
+                  "tags": tags, "evidence": evidence, "links": links, "session": session, "source": source}
+
+        def run():
+            review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {layer} "
+                      "(long-term layers change only through review)") if layer != "L1" else None
+            return api.add(vault, fields, body, author=state.agent, review=review).as_dict()
+        return _result(run)
+
+    @server.tool()
+    def memory_flush(cycle: str, text: str, session: str | None = None) -> CallToolResult:
+        """Before the context is compacted: file what must survive, once per compaction cycle. `text` is JSON
+        entries or the markdown template (## What / ## Decision / ## Why / ## Evidence / ## Next, entries
+        separated by ---); NO_REPLY or empty writes nothing. Keep each section a few lines; cite evidence pointers."""
+        return _result(lambda: api.flush(vault, text, cycle=cycle, session=session, author=state.agent).as_dict())
+
+    @server.tool()
+    def memory_history(subject: str, fact: str) -> CallToolResult:
+        """Every version a fact (subject + fact key) ever had, oldest first, with its status: use it to answer
+        'what was it before?' or 'when did this change?'."""
+        return _result(lambda: {"versions": [v.as_dict() for v in api.fact_history(vault, subject, fact)]})
+
+    @server.tool()
+    def memory_why(id: str) -> CallToolResult:
+        """Why a memory is active: who wrote it, which proposal, who applied it and when, what it superseded,
+        its evidence and its rollback point."""
+        return _result(lambda: api.why(vault, id).as_dict())
+
+    @server.tool()
+    def proposals_list(include_closed: bool = False) -> CallToolResult:
+        """Review proposals waiting for a person (with include_closed, applied and rejected ones too)."""
+        return _result(lambda: {"proposals": [p.as_dict() for p in api.list_proposals(vault, include_closed=include_closed)]})
+
+    @server.resource("memrepo://context", name="context", mime_type="text/plain",
+                     description="The session-start block: identity, principles, constraints and preferences.")
+    def context_resource() -> str:
+        try:
+            return api.context(vault).text
+        except MemrepoError as e:
+            return f"memrepo: {e}"
+
+    server._memrepo_state = state  # type: ignore[attr-defined]  # for closing and tests
+    return server
+
+
+def serve(vault_path: str | None = None, agent: str | None = None) -> None:
+    """Run the server on stdin/stdout until the client goes away."""
+    server = build_server(vault_path, agent)
+    try:
+        server.run("stdio")
+    finally:
+        server._memrepo_state.close()  # type: ignore[attr-defined]

@@ -1,0 +1,159 @@
+"""The MCP server, driven by the mcp SDK's own client: in-process and over stdio against a real
+``memrepo mcp`` subprocess (issue 10, section 4)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+from conftest import git
+
+pytest.importorskip("mcp", reason="the mcp SDK is a pinned dependency: run 'make install-test' (pip install -e '.[test]')")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.memory import create_connected_server_and_client_session  # noqa: E402
+
+from memrepo import api  # noqa: E402
+from memrepo.mcp.server import build_server  # noqa: E402
+
+TOOLS = {"memory_recall", "memory_search", "memory_get", "memory_write", "memory_flush", "memory_history",
+         "memory_why", "proposals_list"}
+
+
+def data(result) -> dict:
+    assert not result.isError, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def in_process(vault, scenario, agent="agent-7"):
+    server = build_server(str(vault.root), agent)
+
+    async def main():
+        async with create_connected_server_and_client_session(server) as client:
+            return await scenario(client)
+    try:
+        return asyncio.run(main())
+    finally:
+        server._memrepo_state.close()
+
+
+def test_tools_and_the_context_resource_are_listed_with_guidance(vault):
+    async def scenario(client: ClientSession):
+        tools = (await client.list_tools()).tools
+        resources = (await client.list_resources()).resources
+        return tools, resources
+    tools, resources = in_process(vault, scenario)
+    assert {t.name for t in tools} == TOOLS
+    write = next(t for t in tools if t.name == "memory_write")
+    assert "short, hard, reusable" in write.description and "pending_review" in write.description
+    assert "cite" in next(t for t in tools if t.name == "memory_recall").description
+    assert [str(r.uri) for r in resources] == ["memrepo://context"]
+
+
+def test_write_recall_get_why_and_context_in_process(vault):
+    async def scenario(client: ClientSession):
+        w = data(await client.call_tool("memory_write", {
+            "summary": "Do not restart the payment service during incidents", "subject": "ops", "kind": "decision",
+            "body": "A restart drops in-flight transactions.", "evidence": ["logs/api.log#L10-L40"]}))
+        pref = data(await client.call_tool("memory_write", {"summary": "Answers as short bullet lists",
+                                                            "subject": "user", "kind": "preference"}))
+        r = data(await client.call_tool("memory_recall", {"text": "why not restart the service?", "session": "s1"}))
+        g = data(await client.call_tool("memory_get", {"id": w["id"]}))
+        why = data(await client.call_tool("memory_why", {"id": w["id"]}))
+        s = data(await client.call_tool("memory_search", {"query": "restart payment"}))
+        ctx = await client.read_resource("memrepo://context")
+        return w, pref, r, g, why, s, ctx
+    w, pref, r, g, why, s, ctx = in_process(vault, scenario)
+    assert w["status"] == "active" and w["commit"]
+    assert r["memories"][0]["id"] == w["id"] and f"[{w['id']}]" in r["block"] and r["chars"] <= 4000
+    assert g["author"] == "agent-7" and g["body"].startswith("A restart drops")
+    assert why["id"] == w["id"] and why["written_by"] == "agent-7" and why["evidence"] == ["logs/api.log#L10-L40"]
+    assert s["hits"][0]["id"] == w["id"]
+    assert "Answers as short bullet lists" in ctx.contents[0].text
+
+
+def test_an_agent_can_never_make_a_high_risk_memory_active(vault):
+    async def scenario(client: ClientSession):
+        c = data(await client.call_tool("memory_write", {"summary": "Never auto publish", "kind": "constraint",
+                                                         "subject": "release", "fact": "release.auto_publish"}))
+        l3 = data(await client.call_tool("memory_write", {"summary": "Prefer small releases", "layer": "L3"}))
+        inferred = data(await client.call_tool("memory_write", {"summary": "User seems to like dark mode",
+                                                                "source": "model-inference"}))
+        props = data(await client.call_tool("proposals_list", {}))
+        return c, l3, inferred, props
+    c, l3, inferred, props = in_process(vault, scenario)
+    for w in (c, l3, inferred):
+        assert w["status"] == "pending_review" and w["proposal"]
+    assert "long-term layer L3" in l3["risk_reason"]
+    assert {p["id"] for p in props["proposals"]} == {c["proposal"], l3["proposal"], inferred["proposal"]}
+    assert vault.list(status="active") == []
+
+
+def test_errors_are_tool_errors_with_the_cli_message(vault):
+    async def scenario(client: ClientSession):
+        missing = await client.call_tool("memory_get", {"id": "mem_nope"})
+        bad = await client.call_tool("memory_write", {"summary": "x", "kind": "nonsense"})
+        return missing, bad
+    missing, bad = in_process(vault, scenario)
+    assert missing.isError and missing.content[0].text.startswith("no memory 'mem_nope'")
+    assert bad.isError and "kind" in bad.content[0].text and "Traceback" not in bad.content[0].text
+
+
+def test_flush_and_history_through_the_server(vault):
+    async def scenario(client: ClientSession):
+        f1 = data(await client.call_tool("memory_flush", {"cycle": "1", "session": "s", "text": json.dumps(
+            {"decision": "Keep the pool at 50", "subject": "db", "fact": "pool.size"})}))
+        f2 = data(await client.call_tool("memory_flush", {"cycle": "1", "session": "s", "text": "## What\nagain\n"}))
+        h = data(await client.call_tool("memory_history", {"subject": "db", "fact": "pool.size"}))
+        return f1, f2, h
+    f1, f2, h = in_process(vault, scenario)
+    assert f1["written"] == 1 and f2["written"] == 0 and f2["reason"] == "cycle already flushed"
+    assert [v["id"] for v in h["versions"]] == f1["active"]
+    assert vault.get(f1["active"][0]).meta["author"] == "agent-7"
+
+
+def test_the_server_sees_commits_made_by_other_processes(vault):
+    async def scenario(client: ClientSession):
+        first = data(await client.call_tool("memory_search", {"query": "pgbouncer"}))
+        api.add(api.Vault(vault.root), {"subject": "db", "summary": "Use pgbouncer in front of postgres"})  # another writer
+        (vault.root / "memories" / "L1" / "2026-11-30").mkdir(parents=True)
+        hand = vault.root / "memories" / "L1" / "2026-11-30" / "mem_20261130_hand01.md"
+        hand.write_text("---\nid: mem_20261130_hand01\nlayer: L1\nkind: knowledge\nsubject: db\n"
+                        "summary: Vacuum the orders table weekly\nstatus: active\nsource: user\n"
+                        "created: \"2026-11-30T09:00:00+00:00\"\n---\nBy hand.\n", encoding="utf-8")
+        git(vault.root, "add", str(hand))
+        git(vault.root, "commit", "-qm", "hand edit")
+        second = data(await client.call_tool("memory_search", {"query": "pgbouncer"}))
+        third = data(await client.call_tool("memory_recall", {"text": "how often do we vacuum the orders table?"}))
+        got = data(await client.call_tool("memory_get", {"id": "mem_20261130_hand01"}))
+        return first, second, third, got
+    first, second, third, got = in_process(vault, scenario)
+    assert first["nothing_relevant"] and second["hits"][0]["summary"] == "Use pgbouncer in front of postgres"
+    assert third["memories"][0]["id"] == "mem_20261130_hand01" and got["body"] == "By hand.\n"
+
+
+def test_stdio_against_a_real_memrepo_mcp_subprocess(vault):
+    api.add(vault, {"subject": "ops", "kind": "decision", "summary": "Do not restart the payment service"},
+            "A restart drops in-flight transactions.")
+    env = {k: v for k, v in os.environ.items() if k != "MEMREPO_VAULT"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memrepo", "mcp", "--vault", str(vault.root),
+                                                                 "--agent", "stdio-agent"], env=env)
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                tools = {t.name for t in (await client.list_tools()).tools}
+                r = data(await client.call_tool("memory_recall", {"text": "should we restart the payment service?"}))
+                w = data(await client.call_tool("memory_write", {"summary": "Payments p95 target is 200 ms",
+                                                                 "subject": "ops", "kind": "knowledge"}))
+                err = await client.call_tool("memory_why", {"id": "mem_missing"})
+                return tools, r, w, err
+    tools, r, w, err = asyncio.run(asyncio.wait_for(main(), 60))
+    assert tools == TOOLS
+    assert r["memories"][0]["summary"] == "Do not restart the payment service"
+    assert w["status"] == "active" and vault.get(w["id"]).meta["author"] == "stdio-agent"
+    assert err.isError and "mem_missing" in err.content[0].text and "Traceback" not in err.content[0].text

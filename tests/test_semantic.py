@@ -1,0 +1,190 @@
+"""Issue 11: the semantic layer on real vaults — cross-lingual hits, hybrid scores in --json,
+vectors that follow git (cached by content hash), the background first build, and the
+keyword fallback when semantic search is off or the model is missing."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+from conftest import git
+from typer.testing import CliRunner
+
+from memrepo.cli.app import app
+from memrepo.retrieval import embed, search
+from memrepo.review import writes as memories
+
+runner = CliRunner()
+
+# Hand-written pairs on distinct topics: each question must find its counterpart in another language.
+PAIRS = [
+    ("mem_dog", "We adopted a golden retriever puppy named Max last spring.", "我们家去年春天领养的小狗叫什么名字？"),
+    ("mem_tax", "The quarterly tax filing is due on the fifteenth of April.", "季度报税的截止日期是哪天？"),
+    ("mem_flu", "I caught the flu and had a high fever for three days.", "我上次发烧生病持续了多久？"),
+    ("mem_zh_piano", "她从六岁开始学钢琴，每天练习一个小时。", "When did she start learning the piano?"),
+    ("mem_zh_trip", "国庆节我们全家开车去海边旅行，住了两晚。", "Where did the family travel by car for the holiday?"),
+    ("mem_zh_db", "订单服务的数据库连接池上限是二十个连接。", "What is the connection pool limit of the orders database?"),
+]
+
+
+def add(vault, memory_id, summary, body=""):
+    return memories.add(vault, {"id": memory_id, "subject": "proj", "summary": summary}, body or summary)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture
+def semantic(monkeypatch, model_cache):
+    if not embed.available():
+        pytest.skip("the embedding model package is not installed")
+    monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(model_cache))
+
+
+@pytest.fixture
+def bilingual(vault, semantic):
+    for memory_id, text, _question in PAIRS:
+        add(vault, memory_id, text)
+    return vault
+
+
+def test_a_question_finds_its_memory_in_the_other_language(bilingual):
+    misses = []
+    for memory_id, _text, question in PAIRS:
+        result, _ = search.search(bilingual, question, limit=3)
+        assert result.semantic == "hybrid"
+        if memory_id not in [h.id for h in result.hits]:
+            misses.append((question, [h.id for h in result.hits]))
+    assert not misses
+
+
+def test_json_hits_carry_keyword_semantic_and_fused_scores(bilingual):
+    out = runner.invoke(app, ["--vault", str(bilingual.root), "search", "--json", "golden retriever puppy"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["semantic"] == "hybrid"
+    top = data["hits"][0]
+    assert top["id"] == "mem_dog"
+    assert top["keyword_score"] == 1.0 and 0.3 < top["semantic_score"] <= 1.0 and top["score"] > 0
+
+
+def test_semantic_off_in_config_falls_back_to_keywords(vault, monkeypatch):
+    monkeypatch.delenv("MEMREPO_SEMANTIC")
+    (vault.root / ".memrepo" / "config.toml").write_text("[search]\nsemantic = false\n", encoding="utf-8")
+    add(vault, "mem_dog", PAIRS[0][1])
+    result, report = search.search(vault, "golden retriever")
+    assert result.semantic == "off" and [h.id for h in result.hits] == ["mem_dog"]
+    assert result.hits[0].semantic_score is None
+    assert not (vault.index_dir / "vectors").exists()
+
+
+def test_a_missing_model_falls_back_with_a_one_line_notice(vault, semantic, monkeypatch):
+    monkeypatch.setitem(sys.modules, embed.MODULE, None)  # as if the package were not installed
+    add(vault, "mem_dog", PAIRS[0][1])
+    result, report = search.search(vault, "golden retriever")
+    assert result.semantic == "unavailable" and [h.id for h in result.hits] == ["mem_dog"]
+    assert "keywords only" in report.notice and "\n" not in report.notice
+    out = runner.invoke(app, ["--vault", str(vault.root), "search", "--json", "golden retriever"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["semantic"] == "unavailable"
+    assert "notice: semantic search unavailable" in out.stderr
+
+
+def _vector_hash(vault, memory_id):
+    return search._vector_store(vault).load().hash_of(memory_id)
+
+
+def test_vectors_follow_git_and_reuse_cached_texts(bilingual, monkeypatch):
+    root = bilingual.root
+    search.search(bilingual, "puppy")
+    store = search._vector_store(bilingual)
+    assert store.commit() == git(root, "rev-parse", "HEAD").strip()
+    path = next(root.rglob("mem_dog.md"))
+    old_hash = _vector_hash(bilingual, "mem_dog")
+    # a hand edit, committed with plain git
+    path.write_text(path.read_text(encoding="utf-8").replace("golden retriever puppy named Max",
+                                                             "black cat named Luna"), encoding="utf-8")
+    git(root, "commit", "-qam", "the pet is a cat")
+    result, _ = search.search(bilingual, "black cat Luna", limit=1)
+    assert [h.id for h in result.hits] == ["mem_dog"] and result.hits[0].semantic_score > 0.5
+    assert _vector_hash(bilingual, "mem_dog") not in (None, old_hash)
+    # revert: the old text's vector is still cached by its hash, nothing is encoded
+    git(root, "revert", "--no-edit", "HEAD")
+
+    def no_encoding(self, texts, progress=None):
+        raise AssertionError(f"re-encoded {texts}")
+    monkeypatch.setattr(embed.Encoder, "batches", no_encoding)
+    search.search(bilingual, "puppy")
+    assert _vector_hash(bilingual, "mem_dog") == old_hash
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
+    # deletion with plain git
+    git(root, "rm", "-q", str(path.relative_to(root)))
+    git(root, "commit", "-qm", "forget the pet")
+    result, _ = search.search(bilingual, "我们家领养的小狗叫什么名字？", limit=3)
+    assert "mem_dog" not in [h.id for h in result.hits]
+    assert _vector_hash(bilingual, "mem_dog") is None
+
+
+def test_uncommitted_edit_reaches_the_vectors(bilingual):
+    search.search(bilingual, "puppy")
+    path = next(bilingual.root.rglob("mem_tax.md"))
+    path.write_text(path.read_text(encoding="utf-8").replace("quarterly tax filing is due on the fifteenth of April",
+                                                             "team offsite is planned in the mountains"), encoding="utf-8")
+    result, _ = search.search(bilingual, "团队外出活动安排在山里", limit=3)
+    assert "mem_tax" in [h.id for h in result.hits]
+
+
+def test_another_model_version_rebuilds_the_vectors(bilingual):
+    search.search(bilingual, "puppy")
+    from memrepo.retrieval.vectors import VectorStore
+    other = VectorStore(bilingual.index_dir / "vectors", model="some-other-model==1.0")
+    assert not other.ready() and search._vector_store(bilingual).ready()
+
+
+def test_a_large_first_build_runs_in_the_background(bilingual, monkeypatch):
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "building" and "background" in report.notice
+    assert [h.id for h in result.hits] == ["mem_dog"]  # keywords meanwhile
+    deadline = time.monotonic() + 120
+    while not search._vector_store(bilingual).ready() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while search._vector_store(bilingual).building() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)
+    assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
+
+
+def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
+    texts = ["配置数据库连接池", "The quarterly tax filing is due in April."]
+    fresh = embed.Encoder()
+    first = embed.Encoder(tmp_path)   # loads from the wheel and writes the cache
+    cached = embed.Encoder(tmp_path)  # loads the cache
+    expect = [list(map(float, row)) for batch in fresh.batches(texts) for row in batch]
+    for enc in (first, cached):
+        got = [list(map(float, row)) for batch in enc.batches(texts) for row in batch]
+        assert got == expect
+    assert any(tmp_path.iterdir()) and cached._model._backend.table.__class__.__name__ == "memmap"
+
+
+def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
+    from memrepo.retrieval import vectors
+    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    monkeypatch.setattr(vectors, "COMPACT_AT", 3)
+    enc = embed.Encoder(tmp_path / "model")
+    store = VectorStore(tmp_path / "vectors")
+    docs = [VecDoc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
+    store.rebuild(docs[:2], enc, commit="c1")
+    first = store.meta()["snapshot"]
+    store.apply(docs[2:4], ["m0"], enc, commit="c2")  # 3 lines: still a delta
+    assert store.meta()["snapshot"] == first and store.load().count() == 3
+    store.apply(docs[4:], [], enc, commit="c3")       # past COMPACT_AT: a new snapshot
+    assert store.meta()["snapshot"] != first and store.commit() == "c3"
+    fresh = VectorStore(tmp_path / "vectors").load()
+    assert fresh.count() == 5 and fresh.vector("m0") is None and not fresh.delta
+    assert fresh.top(enc.query(PAIRS[5][2]), 1)[0][0] == "m5"
+    assert [p.name for p in (tmp_path / "vectors").glob("snap-*")] and not list((tmp_path / "vectors").glob(f"{first}.*"))
