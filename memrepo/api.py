@@ -54,11 +54,16 @@ __all__ = sorted([*_OWNERS, "init"])
 
 def init(path: str | os.PathLike) -> Vault:
     """Create a vault (git repository on ``main``, layout, config) with the review hooks installed."""
+    from memrepo.errors import UsageError
     from memrepo.review import hooks
     from memrepo.store.vault import Vault
 
     vault = Vault.init(path)
-    hooks.install(vault.root)
+    try:
+        hooks.install(vault.root)
+    except UsageError as e:
+        vault.close()
+        raise UsageError(f"created the vault {vault.root}, but without its hooks: {e}") from None
     return vault
 
 

@@ -69,6 +69,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # Monthly clean-up of expired memories: "demote" (L2-L4 back to L1, L1 archived) or "archive".
     "cleanup": {"policy": "demote"},
+    # Search: semantic = false turns the meaning-based half of the ranking off (keywords only).
+    "search": {"semantic": True},
 }
 
 

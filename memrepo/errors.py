@@ -135,5 +135,13 @@ class ConfigError(InvalidData):
     """``.memrepo/config.toml`` breaks its schema (wrong type, out of range, bad TOML)."""
 
 
-class ConfigWarning(UserWarning):
-    """Something in ``config.toml`` is ignored (an unknown table or key); the CLI prints it once."""
+class MemrepoWarning(UserWarning):
+    """Something worth telling a person that does not stop the command; the CLI prints each once."""
+
+
+class ConfigWarning(MemrepoWarning):
+    """Something in ``config.toml`` is ignored (an unknown table or key)."""
+
+
+class IdentityWarning(MemrepoWarning):
+    """No git identity is configured: commits carry memrepo's fallback name."""

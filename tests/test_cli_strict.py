@@ -123,3 +123,22 @@ def test_the_default_config_is_clean(vault):
         warnings.simplefilter("error")
         vault._config = None
         assert vault.config.get("distill", "similarity") == 0.2
+
+
+def test_every_config_key_the_code_reads_is_in_the_schema():
+    """A key read in code but missing from config.DEFAULTS/OPTIONAL would be warned as unknown."""
+    import re
+    from pathlib import Path
+
+    from memrepo import config
+    package = Path(config.__file__).parent
+    read = set()
+    for path in package.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        read |= set(re.findall(r"config\.get\(\s*\"(\w+)\",\s*\"(\w+)\"", text))
+        read |= {(t, None) for t in re.findall(r"config\.section\(\s*\"(\w+)\"", text)}
+    assert ("search", "semantic") in read or ("vault", "lock_timeout") in read
+    for table, key in read:
+        known = {**config.DEFAULTS.get(table, {}), **config.OPTIONAL.get(table, {})}
+        assert known, f"[{table}] is read by the code but is not in memrepo.config"
+        assert key is None or key in known, f"{table}.{key} is read by the code but is not in memrepo.config"

@@ -150,6 +150,10 @@ def test_applied_pattern_is_reinforced_not_duplicated(vault):
     recorded = (vault.state_dir / "reinforcements.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(recorded[-1])["pattern"] == pattern
     assert len([r for r in vault.list(layer="L2")]) == 1
+    for _ in range(2):  # later nights see the same reinforcement again: it is recorded once
+        assert api.distill(vault, now="2026-11-24").reinforcements
+    again = (vault.state_dir / "reinforcements.jsonl").read_text(encoding="utf-8").splitlines()
+    assert again == recorded
 
 
 def test_rejected_pattern_is_not_proposed_again(vault):

@@ -206,3 +206,40 @@ def test_audit_reads_history_once(vault, monkeypatch):
     monkeypatch.setattr(git_mod, "log_raw", lambda *a, **k: calls.append(a) or real(*a, **k))
     assert len(audit_lines(vault)) == 5
     assert len(calls) == 1
+
+
+# ------------------------------------------------------------ case 9: hooks stay in the vault
+
+def test_hooks_install_refuses_a_global_hooks_path_and_never_writes_there(vault, tmp_path):
+    global_hooks = tmp_path / "global-hooks"
+    global_hooks.mkdir()
+    (global_hooks / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    git(vault.root, "config", "--global", "core.hooksPath", str(global_hooks))
+    proc = cli(vault.root, "hooks", "install")
+    assert proc.returncode != 0 and "core.hooksPath" in proc.stderr and "git -C" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in global_hooks.iterdir()) == ["pre-commit"]
+    assert (global_hooks / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    fresh = tmp_path / "fresh"
+    proc = subprocess.run([*MEMREPO, "init", str(fresh)], capture_output=True, text=True, env=person_env())
+    assert proc.returncode != 0 and "core.hooksPath" in proc.stderr
+    assert sorted(p.name for p in global_hooks.iterdir()) == ["pre-commit"]
+    # the fix the message gives: the vault's own hooks folder, set in the vault's own config
+    git(vault.root, "config", "core.hooksPath", ".git/hooks")
+    proc = cli(vault.root, "hooks", "install")
+    assert proc.returncode == 0, proc.stderr
+    assert (vault.root / ".git/hooks/pre-commit").exists()
+    assert sorted(p.name for p in global_hooks.iterdir()) == ["pre-commit"]
+
+
+# ------------------------------------------------------------ case 14: long words
+
+def test_search_on_a_long_unbroken_word_is_bounded(vault):
+    import time
+
+    from memrepo.retrieval import search
+    memories.add(vault, {"summary": "release.auto_publish is off"}, "body")
+    for word in ("a" * 20_000, "x" * 100_000, ("ab_" * 33_000)[:100_000], "é" * 50_000):
+        started = time.perf_counter()
+        search.search(vault, word, limit=5)
+        assert time.perf_counter() - started < 3.0   # the aim is 1 s; generous for a loaded machine

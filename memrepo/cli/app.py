@@ -57,6 +57,8 @@ class MemrepoGroup(TyperGroup):
         path_end, command = self.resolve(rest)
         if command is not self:
             strict_options(command)
+            path = " ".join(a for a in rest[:path_end] if not a.startswith("-"))
+            command.epilog = command.epilog or examples_epilog(path)
         takes_json = command is not self and any("--json" in getattr(p, "opts", ()) for p in command.params)
         argv = front + rest[:path_end] + (["--json"] if as_json and takes_json else []) + rest[path_end:]
         output.show_warnings()
@@ -92,6 +94,52 @@ class MemrepoGroup(TyperGroup):
             if not hasattr(found, "commands"):
                 break
         return path_end, command
+
+
+# The end of each command's --help: one or two examples (a test requires one for every command).
+EXAMPLES: dict[str, str] = {
+    "init": "memrepo init ~/agent-memory",
+    "add": "memrepo add --subject project-alpha --kind decision --summary \"Ship 2.3 after the migration\" --body \"...\"\n"
+           "echo \"body\" | memrepo add --subject user --kind preference --summary \"Short answers\" --json",
+    "show": "memrepo show mem_20261201_7k3p9x\nmemrepo show mem_20261201_7k3p9x --json",
+    "list": "memrepo list --layer L2 --status active\nmemrepo list --subject user --json",
+    "log": "memrepo log mem_20261201_7k3p9x",
+    "validate": "memrepo validate\nmemrepo validate memories/L2 --json",
+    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose",
+    "proposals": "memrepo proposals\nmemrepo proposals --all --json",
+    "proposals push": "memrepo proposals push prop_20261201_ab12cd --remote origin",
+    "review": "memrepo review prop_20261201_ab12cd",
+    "apply": "memrepo apply prop_20261201_ab12cd\nmemrepo apply prop_20261201_ab12cd --only mem_a --mode append",
+    "reject": "memrepo reject prop_20261201_ab12cd --why \"contradicts the release policy\"",
+    "rollback": "memrepo rollback mem_20261201_7k3p9x --why \"wrong threshold\"",
+    "why": "memrepo why mem_20261201_7k3p9x",
+    "history": "memrepo history project-alpha db.pool",
+    "search": "memrepo search \"database pool size\" --subject project-alpha\nmemrepo search 数据库 --layer L2 --since 2026-11-01 --json",
+    "reindex": "memrepo reindex",
+    "useful": "memrepo useful mem_20261201_7k3p9x --session s-42",
+    "distill": "memrepo distill --dry-run\nmemrepo distill --promote --now 2026-12-01",
+    "decay": "memrepo decay --dry-run",
+    "cleanup": "memrepo cleanup --dry-run",
+    "graph": "memrepo graph mem_20261201_7k3p9x\nmemrepo graph --export graph.graphml",
+    "nightly": "memrepo nightly\nmemrepo nightly --quiet --json",
+    "schedule": "memrepo schedule\nmemrepo schedule --kind systemd --at 02:30 --install",
+    "hooks": "memrepo hooks install",
+    "hooks install": "memrepo hooks install",
+    "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
+    "context": "memrepo context --subject project-alpha --budget 4000",
+    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
+    "prune": "memrepo prune transcript.json > pruned.json\nmemrepo prune - --keep-last-assistants 5 < transcript.json",
+    "evidence": "memrepo evidence evidence:3fa9c1d2e4b5",
+    "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
+    "mcp": "memrepo --vault ~/agent-memory mcp\nmemrepo mcp --agent executor",
+}
+# Commands without --json, and why (a test requires --json of every other command).
+NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
+
+
+def examples_epilog(path: str) -> str | None:
+    text = EXAMPLES.get(path)
+    return None if text is None else "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in text.splitlines())
 
 
 # An option whose parameter has one of these names is checked, in every command: enum values
@@ -225,7 +273,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
     """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
     from memrepo.review import writes as memories
     if body is None:
-        body = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        body = _stdin_text()
     fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
               "source": source, "author": author, "tags": tag, "links": link, "evidence": evidence,
               "affects": affects, "session": session, "scope": scope, "weight": weight,
@@ -237,6 +285,8 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         else:
             result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
+    if push and result.proposal:
+        where += f"; pushed branch proposal/{result.proposal} to {remote}: open a pull request from it"
     _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
 
 
@@ -254,9 +304,11 @@ def show(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = Jso
 
 
 @app.command("list")
-def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer.Option(None),
-          status: Optional[str] = typer.Option(None), subject: Optional[str] = typer.Option(None),
-          fact: Optional[str] = typer.Option(None), as_json: bool = JsonOpt):
+def list_(layer: Optional[str] = typer.Option(None, help="L1, L2, L3 or L4."),
+          kind: Optional[str] = typer.Option(None, help="A kind of the schema: event, decision, constraint, ..."),
+          status: Optional[str] = typer.Option(None, help="active, pending_review, superseded, rejected, archived or rolled_back."),
+          subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+          fact: Optional[str] = typer.Option(None, help="Only memories of this fact key."), as_json: bool = JsonOpt):
     """List memories on main, filtered by layer, kind, status, subject or fact."""
     with _vault() as vault:
         if state.agent:
@@ -265,8 +317,10 @@ def list_(layer: Optional[str] = typer.Option(None), kind: Optional[str] = typer
                                         subject=subject, fact=fact)
         else:
             rows = vault.list(layer=layer, kind=kind, status=status, subject=subject, fact=fact)
-    text = "\n".join(f"{r['id']}  {r['layer']} {r['kind']:<10} {r['status']:<14} {r['subject']}"
-                     f"{' ' + r['fact'] if r['fact'] else ''}  {r['summary']}" for r in rows)
+    from memrepo.cli.output import table
+    text = table(["ID", "LAYER", "KIND", "STATUS", "SUBJECT", "FACT", "SUMMARY"],
+                 [[r["id"], r["layer"], r["kind"], r["status"], r["subject"], r["fact"] or "", r["summary"] or ""]
+                  for r in rows]) if rows else ""
     if not rows and not as_json and (subject or fact):
         with _vault() as vault:
             what = [f"{name} {value!r}" for name, value in (("subject", subject), ("fact", fact))
@@ -345,21 +399,29 @@ def proposals_list(ctx: typer.Context,
     from memrepo.review import proposals
     with _vault() as vault:
         found = proposals.list_proposals(vault, include_closed=include_all)
-    lines = []
+    from memrepo.cli.output import table
+    rows = []
     for p in found:
-        outcome = f" by {p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))}" if p.outcome else ""
-        lines.append(f"{p.id}  {p.status:<8} {', '.join(p.ids)}  {p.reason}{outcome}")
-    _out([p.as_dict() for p in found], as_json, "\n".join(lines) or "no open proposals")
+        outcome = f" ({p.outcome.get('by')}: {p.outcome.get('reason', p.outcome.get('mode', ''))})" if p.outcome else ""
+        if p.outcome.get("declined"):
+            outcome += f"; declined: {p.outcome['declined']}"
+        undone = p.outcome.get("reverted")
+        status = f"{p.status}, {'rolled back' if undone['action'] == 'rollback' else 'reverted'} in {undone['commit'][:12]}" \
+            if undone else p.status
+        rows.append([p.id, status, ", ".join(p.ids), f"{p.reason}{outcome}"])
+    text = table(["PROPOSAL", "STATUS", "MEMORIES", "REASON"], rows) if rows else ""
+    _out([p.as_dict() for p in found], as_json, text or ("no proposals" if include_all else "no open proposals"))
 
 
 @proposals_app.command("push")
 def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
-                   remote: str = typer.Option("origin", help="Git remote to push to.")):
+                   remote: str = typer.Option("origin", help="Git remote to push to."), as_json: bool = JsonOpt):
     """Push a proposal branch so the team can open a pull request (never forced)."""
     from memrepo.review import proposals
     with _vault() as vault:
         branch = proposals.push_proposal(vault, proposal_id, remote=remote)
-    typer.echo(f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+    _out({"proposal": proposal_id, "branch": branch, "remote": remote}, as_json,
+         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
 
 
 @app.command()
@@ -428,8 +490,11 @@ def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...),
     with _vault() as vault:
         versions = provenance.fact_history(vault, subject, fact)
     rows = [v.as_dict() for v in versions]
-    _out(rows, as_json, "\n".join(f"{v.date} {v.commit[:12]} {v.id} {v.status or 'deleted'}: {v.summary or ''}  ({v.message})"
-                                  for v in versions) or f"no versions of ({subject}, {fact})")
+    from memrepo.cli.output import table
+    text = table(["DATE", "COMMIT", "ID", "STATUS", "SUMMARY"],
+                 [[v.date, v.commit[:12], v.id, v.status or "deleted", f"{v.summary or ''}  ({v.message})"]
+                  for v in versions]) if versions else ""
+    _out(rows, as_json, text or f"no versions of ({subject}, {fact})")
 
 
 # ------------------------------------------------------------------ search
@@ -437,8 +502,10 @@ def history(subject: str = typer.Argument(...), fact: str = typer.Argument(...),
 @app.command()
 def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * quotes and parentheses are plain text."),
            limit: int = typer.Option(10, "--limit", "-k", min=1, help="Most hits to return."),
-           subject: Optional[str] = typer.Option(None), layer: Optional[str] = typer.Option(None),
-           kind: Optional[str] = typer.Option(None), tag: Optional[str] = typer.Option(None),
+           subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           layer: Optional[str] = typer.Option(None, help="Only this layer: L1, L2, L3 or L4."),
+           kind: Optional[str] = typer.Option(None, help="Only this kind (event, decision, constraint, ...)."),
+           tag: Optional[str] = typer.Option(None, help="Only memories with this business tag."),
            since: Optional[str] = typer.Option(None, help="Only memories created on/after this ISO date."),
            deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
            include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
@@ -447,7 +514,12 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
            as_json: bool = JsonOpt):
-    """Search active memories (best first); says so honestly when nothing is relevant."""
+    """Search active memories (best first); says so honestly when nothing is relevant.
+
+    SCORE is relevance relative to this query's best hit (the best is 1.000): keyword match
+    (BM25F over summary, body, tags and keys) mixed with meaning where the semantic index is on,
+    times heat from recalls and 'useful' marks. It ranks the hits of one query; it is not a
+    probability and is not comparable across queries."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         if queries is not None:
@@ -476,9 +548,11 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
     if result.nothing_relevant:
         typer.echo("nothing relevant")
         return
-    for i, h in enumerate(result.hits, start=1):
-        typer.echo(f"{i:>2}. {h.id}  {h.score:.3f}  {h.layer} {h.subject}{' ' + h.fact if h.fact else ''} [{h.status}]\n"
-                   f"    {h.summary}\n    {h.snippet}")
+    from memrepo.cli.output import plain, table
+    typer.echo(table(["#", "ID", "SCORE", "LAYER", "STATUS", "SUBJECT", "SUMMARY / SNIPPET"],
+                     [[str(i), h.id, f"{h.score:.3f}", h.layer, h.status, f"{h.subject}{' ' + h.fact if h.fact else ''}",
+                       f"{plain(h.summary)} — {plain(h.snippet)}" if h.snippet and plain(h.snippet) != plain(h.summary) else plain(h.summary)]
+                      for i, h in enumerate(result.hits, start=1)]))
 
 
 @app.command()
@@ -556,13 +630,16 @@ def decay(now: Optional[str] = NowOpt,
 
 
 @app.command()
-def cleanup(now: Optional[str] = NowOpt, dry_run: bool = typer.Option(False, "--dry-run"), as_json: bool = JsonOpt):
+def cleanup(now: Optional[str] = NowOpt,
+            dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be archived or demoted; change nothing."),
+            as_json: bool = JsonOpt):
     """Monthly clean-up: expired memories are demoted to L1 or archived."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
         report = decay_run.cleanup(vault, now=now, dry_run=dry_run)
-    _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {a['action']} ({a['reason']})" for a in report.actions)
-         or "nothing expired")
+    would = {"archive": "would archive", "demote": "would demote to L1", "delete": "would delete"}
+    _out(report.as_dict(), as_json, "\n".join(f"{a['id']}: {would.get(a['action'], 'would ' + a['action']) if dry_run else a['action']}"
+                                              f" ({a['reason']})" for a in report.actions) or "nothing expired")
 
 
 @app.command()
@@ -599,7 +676,26 @@ def nightly(now: Optional[str] = NowOpt, quiet: bool = typer.Option(False, "--qu
         result = lifecycle.nightly(vault, now=now)
     if quiet and not result["changed"]:
         return
-    _out(result, as_json, json.dumps(result, ensure_ascii=False, indent=1))
+    _out(result, as_json, _nightly_summary(result))
+
+
+def _nightly_summary(result: dict) -> str:
+    """A few lines a person reads in the morning (the run log stays JSON, and --json prints it)."""
+    def part(name: str, verb: str) -> str:
+        r = result.get(name) or {}
+        if r.get("skipped") and isinstance(r["skipped"], str):
+            return f"{name}: skipped ({r['skipped']})"
+        counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.items()
+                           if isinstance(n, int) and not isinstance(n, bool))
+        where = (f"; review: memrepo review {r['proposal']}" if r.get("proposal") else "") + \
+                (f"; commit {str(r['commit'])[:12]}" if r.get("commit") else "")
+        return f"{name}: {counts or 'nothing to ' + verb}{where}"
+    index = result.get("index") or {}
+    lines = [f"nightly run at {result.get('now')}: {'changes made' if result.get('changed') else 'nothing changed'}",
+             "  " + part("distill", "distill"), "  " + part("promote", "promote"), "  " + part("decay", "archive"),
+             "  " + part("cleanup", "clean up"),
+             "  index: " + ("rebuilt" if index.get("rebuilt") else f"{index.get('updated', 0)} updated, {index.get('deleted', 0)} removed")]
+    return "\n".join(lines)
 
 
 @app.command()
@@ -638,7 +734,16 @@ HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload 
 
 
 def _stdin_text() -> str:
-    return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    """Standard input as UTF-8 text ("" on a terminal); other bytes are a one-line error."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        from memrepo.errors import UsageError
+        line = data[:e.start].count(b"\n") + 1
+        raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
 def _hook_safe(fn):
@@ -820,12 +925,12 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
 # ------------------------------------------------------------------ hooks
 
 @hooks_app.command("install")
-def hooks_install():
+def hooks_install(as_json: bool = JsonOpt):
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
     from memrepo.review import hooks
     with _vault() as vault:
-        for line in hooks.install(vault.root):
-            typer.echo(line)
+        lines = list(hooks.install(vault.root))
+    _out({"installed": lines}, as_json, "\n".join(lines))
 
 
 @hook_app.command("pre-commit")

@@ -165,8 +165,20 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
 
 
 def _record_reinforcements(vault: Vault, report: DistillReport) -> None:
+    """Append each (pattern, new member) once: every later nightly run sees the same member
+    again until the pattern's memory absorbs it, and must not record it again."""
     path = vault.state_dir / "reinforcements.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
+    seen: set[tuple[str, str]] = set()
+    if path.exists():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+                seen.update((record["pattern"], m) for m in record["new_members"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a damaged line records nothing
     with path.open("a", encoding="utf-8") as fh:
         for r in report.reinforcements:
-            fh.write(json.dumps({"at": report.now, **r}, ensure_ascii=False) + "\n")
+            new = [m for m in r["new_members"] if (r["pattern"], m) not in seen]
+            if new:
+                fh.write(json.dumps({"at": report.now, **r, "new_members": new}, ensure_ascii=False) + "\n")

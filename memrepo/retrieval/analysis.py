@@ -165,6 +165,16 @@ _HOWTO_RE = re.compile(
 _QUESTION_RE = re.compile(r"\b(what|who|when|where|which|why|how|is|are|did|does|do)\b|[?？吗呢]",
                           re.IGNORECASE)
 KEY_RE = re.compile(r"[^\W_][\w-]*(?:[._][\w-]+)+|[^\W_]\w*-[\w-]+", re.UNICODE)
+MAX_KEY_CHARS = 256
+"""Keys never span whitespace, and KEY_RE backtracks quadratically on one long unbroken word
+(20,000 characters: 13 s): it is run on each word, cut to this length."""
+
+
+def find_keys(text: str) -> list[str]:
+    """KEY_RE's matches in ``text``, in linear time (see MAX_KEY_CHARS)."""
+    if len(text) <= MAX_KEY_CHARS:
+        return KEY_RE.findall(text)
+    return [k for word in text.split() for k in KEY_RE.findall(word[:MAX_KEY_CHARS])]
 
 
 def detect_intent(query: str) -> str:
@@ -175,7 +185,7 @@ def detect_intent(query: str) -> str:
     """
     if _HISTORY_RE.search(query):
         return "history"
-    if KEY_RE.search(query):
+    if find_keys(query):
         return "fact"
     if _HOWTO_RE.search(query):
         return "howto"
@@ -186,4 +196,4 @@ def detect_intent(query: str) -> str:
 
 def query_keys(query: str) -> list[str]:
     """Identifier-like tokens of a query (``release.auto_publish``, ``project-alpha``)."""
-    return [k.lower().strip(".-_") for k in KEY_RE.findall(query)]
+    return [k.lower().strip(".-_") for k in find_keys(query)]

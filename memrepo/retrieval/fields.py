@@ -79,13 +79,13 @@ def _group(doc: IndexDoc) -> str:
 
 
 def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
-    from memrepo.retrieval.analysis import EXACT, KEY_RE, KEYS, LEAD, PROSE
+    from memrepo.retrieval.analysis import EXACT, KEYS, LEAD, PROSE, find_keys
     # '#'-tags are business tags (seed 003: highest priority); other tags are facets such
     # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
     business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
     facets = [t for t in doc.tags if not t.startswith("#")]
     # identifiers written in the text (INC-88814, release.auto_publish) are exact keys too
-    ids = dict.fromkeys(k.lower().strip(".-_") for k in KEY_RE.findall(f"{doc.summary} {doc.body}"))
+    ids = dict.fromkeys(k.lower().strip(".-_") for k in find_keys(f"{doc.summary} {doc.body}"))
     keys = " ".join(x for x in (doc.subject, doc.fact, *facets, *ids) if x)
     out = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,

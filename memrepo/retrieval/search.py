@@ -301,6 +301,9 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
 
 def _catch_up_vectors(vault: Vault, store) -> None:
     from memrepo.retrieval import embed
+    from memrepo.retrieval.vectors import VectorsBusy
+    if store.building():  # a reindex is writing them: do not wait, answer on keywords
+        raise VectorsBusy("vectors are being rebuilt")
     head = git.rev_parse(vault.root, "HEAD")
     indexed = store.commit()
     changed: set[str] = set()

@@ -114,8 +114,9 @@ def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
             else:
                 problems.append(Problem(path, "status", (
                     f"high-risk memory ({reason}) became active in {entry.commit[:12]} ({entry.subject!r}, "
-                    f"{entry.author}) without review; propose it ('memrepo add --file {path}') or, if that was "
-                    f"deliberate, say so in a commit with a '{OVERRIDE_TRAILER}: <reason>' trailer")))
+                    f"{entry.author}) without review; undo it ('git revert {entry.commit[:12]}') and write it with "
+                    f"'memrepo add' so it goes to review, or, if it was deliberate, say so in a commit with a "
+                    f"'{OVERRIDE_TRAILER}: <reason>' trailer")))
     return GateReport(problems, overrides)
 
 

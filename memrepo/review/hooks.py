@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from memrepo.errors import Conflict, Problem
+from memrepo.errors import Conflict, Problem, UsageError
 from memrepo.resources import resource
 from memrepo.store import git
 
@@ -20,6 +20,7 @@ MARKER = "memrepo-hook"
 
 def install(root: Path, *, python: str | None = None) -> list[str]:
     """Install the hooks into the repository's hooks folder; returns what was done, per hook."""
+    _refuse_shared_hooks_path(root)
     hooks_dir = git.git_path(root, "hooks")
     hooks_dir.mkdir(parents=True, exist_ok=True)
     done = []
@@ -36,6 +37,22 @@ def install(root: Path, *, python: str | None = None) -> list[str]:
         target.chmod(0o755)
         done.append(f"{name}: installed")
     return done
+
+
+def _refuse_shared_hooks_path(root: Path) -> None:
+    """A ``core.hooksPath`` from the global or system config is a folder every repository uses:
+    installing there would run memrepo's hook (and rename a person's own) in all of them."""
+    out = git.run(root, "config", "--show-scope", "--get", "core.hooksPath", check=False).strip()
+    if not out:
+        return
+    scope, _, where = out.partition("\t")
+    if scope in ("local", "worktree"):
+        return
+    raise UsageError(
+        f"core.hooksPath is set in your {scope} git config ({where}), a folder every repository uses; "
+        f"memrepo will not install its hooks there. Give this vault its own hooks folder: "
+        f"'git -C {root} config core.hooksPath .git/hooks', then 'memrepo hooks install' "
+        f"(your other repositories keep the {scope} setting)")
 
 
 def _merging_now() -> str | None:

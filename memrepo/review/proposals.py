@@ -17,7 +17,7 @@ Applied proposals are remembered under ``refs/memrepo/applied/<id>`` (the merge 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
@@ -30,6 +30,7 @@ BRANCH_PREFIX = "proposal/"
 APPLIED_PREFIX = "refs/memrepo/applied/"
 REJECTED_PREFIX = "refs/memrepo/rejected/"
 _TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
+_REVERTS_RE = re.compile(r"^This reverts (?:the part of )?commit ([0-9a-f]{40})", re.MULTILINE)
 MODES = ("overwrite", "append")
 
 
@@ -157,7 +158,7 @@ def _closed_ref(vault: Vault, pid: str) -> str | None:
 
 
 def _refs(vault: Vault, pattern: str) -> list[tuple[str, str]]:
-    return git.refs(vault.root, pattern)
+    return git.ref_tips(vault.root, pattern)
 
 
 def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.LogEntry]:
@@ -182,11 +183,28 @@ def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Propos
     found = [_load(vault, ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {})
              for ref, sha in _refs(vault, "refs/heads/" + BRANCH_PREFIX)]
     if include_closed:
+        undone = _reverts(vault)
         for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
             for ref, sha in _refs(vault, prefix):
                 pid = ref.removeprefix(prefix)
-                found.append(_closed(vault, pid, sha, status))
+                proposal = _closed(vault, pid, sha, status)
+                if status == "applied" and sha in undone:
+                    proposal = replace(proposal, outcome={**proposal.outcome, "reverted": undone[sha]})
+                found.append(proposal)
     return sorted(found, key=lambda p: (p.created, p.id))
+
+
+def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
+    """Commits on main that undid another commit (a memrepo rollback or a hand git revert),
+    by the commit they undid: one git call for the whole listing."""
+    undone: dict[str, dict[str, str]] = {}
+    for entry in git.log(vault.root, vault.main_ref, extra=["-E", "--grep=^This reverts ", "--grep=^Memrepo-Reverts: "]):
+        t = trailers(entry.body)
+        target = t.get("Memrepo-Reverts") or next(iter(_REVERTS_RE.findall(entry.body)), None)
+        if target and target not in undone:  # newest first: the latest undo is kept
+            undone[target] = {"commit": entry.commit, "by": entry.author, "at": entry.date,
+                              "action": "rollback" if t.get("Memrepo-Action") == "rollback" else "revert"}
+    return undone
 
 
 def _closed(vault: Vault, pid: str, sha: str, status: str) -> Proposal:

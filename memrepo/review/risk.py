@@ -28,8 +28,8 @@ class Decision:
 
 def current_active(meta: Mapping[str, Any], view: Rows) -> Row | None:
     """The active memory for the same (subject, fact), other than this one."""
-    if not meta.get("fact"):
-        return None
+    if not isinstance(meta.get("fact"), str) or not isinstance(meta.get("subject"), str) or not meta["fact"]:
+        return None  # a wrong type is the schema's to report
     rows = [r for r in view.active_for(meta["subject"], meta["fact"]) if r.id != meta.get("id")]
     return rows[0] if rows else None
 

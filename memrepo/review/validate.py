@@ -64,7 +64,7 @@ def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | 
         problems += found
         if row is not None:
             rows.append(row)
-            if high_risk is not None and row.status == "active" and gate.high_risk_reason(meta, vault.config):
+            if high_risk is not None and not found and row.status == "active" and gate.high_risk_reason(meta, vault.config):
                 high_risk[row.id] = rel
     return rows, problems
 
@@ -146,7 +146,7 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
             problems.append(Problem(row.path, "status", (
                 f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
                 "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
-                "deliberately with 'git commit --no-verify'")))
+                "deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
 
 

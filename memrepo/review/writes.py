@@ -16,7 +16,7 @@ from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
 from memrepo.store import faults, git
-from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope
+from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope, text_problems
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
@@ -73,7 +73,7 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta = {k: normalise_timestamp(v) for k, v in fields.items() if v not in (None, (), [])}
     layer = meta.setdefault("layer", "L1")
     meta.setdefault("id", new_id())
-    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event"))
+    meta.setdefault("kind", DEFAULT_KIND.get(layer, "event") if isinstance(layer, str) else "event")
     meta.setdefault("subject", DEFAULT_SUBJECT)
     if not meta.get("summary"):
         meta["summary"] = summary_from(body)
@@ -83,8 +83,8 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     meta.setdefault("scope", "shared")
     meta.setdefault("created", now_iso())
     for key in ("tags", "links", "evidence", "affects"):
-        if key in meta and isinstance(meta[key], list | tuple):
-            meta[key] = list(dict.fromkeys(meta[key]))
+        if key in meta and isinstance(meta[key], list | tuple) and all(isinstance(v, str) for v in meta[key]):
+            meta[key] = list(dict.fromkeys(meta[key]))  # other items: the schema refuses them
     return Memory(meta, body)
 
 
@@ -96,6 +96,9 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     write into a long-term layer, for instance."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
+    unwritable = text_problems(memory)
+    if unwritable:
+        raise InvalidMemory(unwritable, "nothing was written")
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
@@ -238,7 +241,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     line_of: dict[str, int] = {}
     good: list[Memory] = []
     for i, (n, memory) in enumerate(items, start=1):
-        found = check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.
@@ -252,6 +255,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     with vault.lock():
         good, cross = _cross_check(vault, good, name, line_of)
         problems += cross
+        problems.sort(key=lambda p: p.as_dict()["line"] or 0)  # in line order, whichever check found them
         if problems and not skip_invalid:
             raise InvalidMemory(problems, "nothing was imported; fix these lines or pass --skip-invalid")
         if not good:

@@ -8,6 +8,7 @@ ids are unique, at most one ``active`` memory per (subject, fact), and ``superse
 """
 from __future__ import annotations
 
+import math
 import posixpath
 from dataclasses import dataclass
 from typing import Iterable, Protocol
@@ -35,8 +36,8 @@ class Row:
 
     @classmethod
     def of(cls, memory: Memory) -> Row:
-        m = memory.meta
-        return cls(id=str(m.get("id")), path=memory.path, subject=m.get("subject"), fact=m.get("fact"),
+        m = {k: v for k, v in memory.meta.items() if isinstance(v, str)}  # a wrong type: the schema says so
+        return cls(id=str(memory.meta.get("id")), path=memory.path, subject=m.get("subject"), fact=m.get("fact"),
                    status=m.get("status"), supersedes=m.get("supersedes"),
                    superseded_by=m.get("superseded_by"), layer=m.get("layer"), risk=m.get("risk"),
                    source=m.get("source"), proposal=m.get("proposal"))
@@ -98,7 +99,11 @@ def check_bytes(path: str, data: bytes) -> tuple[Memory | None, list[Problem]]:
 def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
     """Every per-file problem of a parsed memory (schema, name, place, secrets, escapes)."""
     path, meta = memory.path, memory.meta
+    problems = text_problems(memory)
+    if problems:
+        return problems  # not text that can be written at all: nothing else can be judged
     problems = schema.check_front_matter(dict(meta), path)
+    problems += _check_values(memory)
     problems += _check_location(memory)
     problems += _check_pointers(memory)
     if text is None:
@@ -111,6 +116,47 @@ def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
     else:
         problems += [Problem(path, _secret_field(text, f.line), f.message()) for f in secretscan.scan(text)]
     return sorted(set(problems))
+
+
+def text_problems(memory: Memory) -> list[Problem]:
+    """Strings that are not Unicode text (lone surrogates, from JSON's "\\ud800" or a bad
+    decoder) and NUL bytes in the body (git would then treat the file as binary)."""
+    problems = []
+
+    def walk(field: str, value) -> None:
+        if isinstance(value, str):
+            bad = next((c for c in value if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                problems.append(Problem(memory.path, field, (
+                    f"contains {bad.encode('utf-8', 'surrogatepass').hex()!r} (a lone surrogate, U+{ord(bad):04X}), "
+                    "which is not Unicode text; fix the encoding of the input")))
+        elif isinstance(value, list):
+            for item in value:
+                walk(field, item)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{field}.{k}" if isinstance(k, str) else field, v)
+
+    for key, value in memory.meta.items():
+        walk(str(key), value)
+    walk("body", memory.body)
+    if "\x00" in memory.body:
+        line = memory.body.count("\n", 0, memory.body.index("\x00")) + 1
+        problems.append(Problem(memory.path, f"body (line {line})", (
+            "contains a NUL byte; git would treat the file as binary and hide its diff. Remove it")))
+    return problems
+
+
+def _check_values(memory: Memory) -> list[Problem]:
+    """What the schema cannot say: numbers are finite, a memory never supersedes itself."""
+    meta, problems = memory.meta, []
+    for key, value in meta.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(Problem(memory.path, str(key), f"must be a finite number between 0 and 1, not {value}"))
+    for key in ("supersedes", "superseded_by"):
+        if isinstance(meta.get(key), str) and meta.get(key) == meta.get("id"):
+            problems.append(Problem(memory.path, key, f"names the memory itself ({meta['id']}); a memory cannot replace itself"))
+    return problems
 
 
 def _secret_field(text: str, line: int) -> str:
@@ -143,7 +189,8 @@ def _check_location(memory: Memory) -> list[Problem]:
 def _check_pointers(memory: Memory) -> list[Problem]:
     """Evidence pointers are data: absolute paths and '..' would lead out of the vault."""
     problems = []
-    for value in memory.meta.get("evidence") or ():
+    evidence = memory.meta.get("evidence")
+    for value in evidence if isinstance(evidence, list) else ():
         if not isinstance(value, str) or "://" in value:
             continue
         target = value.split("#", 1)[0]
@@ -192,6 +239,7 @@ def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = (
         problems += _check_unique(row, view)
         problems += _check_single_active(row, view)
         problems += _check_supersedes(row, view)
+        problems += _check_cycle(row, view)
     for gone in deleted:
         if view.with_id(gone.id):
             continue
@@ -257,6 +305,39 @@ def _check_supersedes(row: Row, view: Rows) -> list[Problem]:
         if row.status == "active":
             problems.append(Problem(row.path, "status", f"is 'active' but superseded by {row.superseded_by}; set status: superseded"))
     return problems
+
+
+_CHAIN_LIMIT = 10_000
+
+
+def _check_cycle(row: Row, view: Rows) -> list[Problem]:
+    """Following ``supersedes`` from a memory must never come back to it."""
+    seen, current = {row.id}, row
+    for _ in range(_CHAIN_LIMIT):
+        if not current.supersedes or current.supersedes == row.id and current is row:
+            return []
+        if current.supersedes in seen:
+            if current.supersedes != row.id:
+                return []  # a cycle further down the chain: its own members report it
+            chain = " -> ".join([*seen_order(row, view, len(seen)), row.id])
+            return [Problem(row.path, "supersedes", f"forms a cycle ({chain}); the newest version supersedes the older, never back")]
+        seen.add(current.supersedes)
+        nxt = view.with_id(current.supersedes)
+        if not nxt:
+            return []
+        current = nxt[0]
+    return []
+
+
+def seen_order(row: Row, view: Rows, n: int) -> list[str]:
+    out, current = [], row
+    for _ in range(n):
+        out.append(current.id)
+        nxt = view.with_id(current.supersedes) if current.supersedes else []
+        if not nxt:
+            break
+        current = nxt[0]
+    return out
 
 
 class Overlay:

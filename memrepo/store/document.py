@@ -33,6 +33,18 @@ class DocumentError(ValueError):
         super().__init__(str(problem))
 
 
+_PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map"))
+
+
+def _anchor_line(yaml, head: str, loader) -> int | None:
+    """The line of the first ``&anchor`` in the front matter (an anchor with no alias is still
+    refused: the reader drops it, so the next save would silently change the file)."""
+    for event in yaml.parse(head, Loader=loader):
+        if getattr(event, "anchor", None):
+            return event.start_mark.line
+    return None
+
+
 @lru_cache(maxsize=1)
 def _loader():
     """The strict loader class, built on first use: writing a memory never imports YAML."""
@@ -48,6 +60,11 @@ def _loader():
             if node in self.constructed_objects or node in self.recursive_objects:
                 raise yaml.constructor.ConstructorError(
                     None, None, "anchors and aliases (&name / *name) are not allowed in memories", node.start_mark)
+            if node.tag not in _PLAIN_TAGS:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"YAML tags (!!type) are not allowed in memories ({node.tag.replace('tag:yaml.org,2002:', '!!')}): "
+                    "write the plain value (text, number, true/false, list or mapping)",
+                    node.start_mark)
             return super().construct_object(node, deep=deep)
 
         def construct_mapping(self, node, deep=False):
@@ -116,6 +133,11 @@ def parse(text: str, path: str) -> Parsed:
         elif "not allowed in memories" not in problem and "keep one" not in problem:
             problem += "; fix the front matter so it is plain 'key: value' YAML (quote text with ':' or '#')"
         raise DocumentError(Problem(path, line, f"YAML error: {problem}")) from None
+    if "&" in head:
+        line_no = _anchor_line(yaml, head, loader)
+        if line_no is not None:
+            raise DocumentError(Problem(path, f"line {line_no + 2}", (
+                "YAML error: anchors and aliases (&name / *name) are not allowed in memories; write the value itself")))
     if not isinstance(meta, dict):
         raise DocumentError(Problem(path, "(front matter)", (
             f"front matter must be a mapping of 'key: value' lines, not {type(meta).__name__}")))

@@ -103,6 +103,13 @@ def identity(root: Path) -> tuple[str, str]:
         root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
     name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
     email = found.get("user.email", "").strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
+    if name == FALLBACK_NAME or email == FALLBACK_EMAIL:
+        import warnings
+
+        from memrepo.errors import IdentityWarning
+        warnings.warn(f"no git identity is set: commits are recorded as {name} <{email}>; set yours with "
+                      f"'git config --global user.name \"Your Name\"' and 'git config --global user.email you@example.com'",
+                      IdentityWarning, stacklevel=2)
     return name, email
 
 
@@ -187,6 +194,11 @@ class BlobReader:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def refs(root: Path, prefix: str) -> list[str]:
+    """Full names of the refs under ``prefix`` (e.g. ``refs/heads/proposal/``)."""
+    return run(root, "for-each-ref", "--format=%(refname)", prefix).split()
 
 
 def read_blob(root: Path, rev_path: str) -> bytes:
@@ -318,7 +330,7 @@ def common_dir(root: Path) -> Path:
     return out if out.is_absolute() else root / out
 
 
-def refs(root: Path, pattern: str) -> list[tuple[str, str]]:
+def ref_tips(root: Path, pattern: str) -> list[tuple[str, str]]:
     """(ref name, commit) of every ref under ``pattern`` (e.g. ``refs/heads/proposal/``)."""
     out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
     return [tuple(line.split("\t")) for line in out.splitlines() if line]  # type: ignore[misc]

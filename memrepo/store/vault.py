@@ -232,8 +232,33 @@ class Vault:
             broken = [p for p in self.catalog().errors() if p.path.rsplit("/", 1)[-1] == f"{memory_id}.md"]
             if broken:
                 raise InvalidMemory(broken, f"{memory_id} exists but cannot be read; fix the file ('memrepo validate')")
-            raise NotFound(f"no memory {memory_id!r} in {self.root}; 'memrepo list' shows what exists")
+            raise NotFound(self.whereabouts(memory_id)
+                           or f"no memory {memory_id!r} in {self.root}; 'memrepo list' shows what exists")
         return self.read_at(rev, path)
+
+    def whereabouts(self, memory_id: str) -> str | None:
+        """Where a memory that is not on main is: pending in a proposal, or removed from main by a
+        revert or rollback (with the command that shows more). None when it never existed.
+        Only asked on the not-found path, so its git calls cost nothing on the way of a write."""
+        name = f"/{memory_id}.md"
+        main = self.main_ref
+        for ref in git.refs(self.root, "refs/heads/proposal/"):
+            if any(("/" + c.path).endswith(name) and c.status != "D" for c in git.diff_tree(self.root, main, ref)):
+                pid = ref.removeprefix("refs/heads/proposal/")
+                return f"{memory_id} is not on {self.main_branch}: it is pending in proposal {pid}: memrepo review {pid}"
+        glob = f":(glob)**/{memory_id}.md"
+        for entry, changes in git.log_raw(self.root, main, paths=[glob]):
+            gone = [c for c in changes if ("/" + c.path).endswith(name) and c.status == "D"]
+            if gone:
+                from memrepo.store import document
+                try:
+                    meta = document.load_bytes(git.read_blob(self.root, gone[0].old_sha), gone[0].path).meta
+                except document.DocumentError:  # an unreadable old version still has a place in history
+                    meta = {}
+                show = (f"memrepo history {meta['subject']} {meta['fact']}" if meta.get("subject") and meta.get("fact")
+                        else f"git show {entry.commit[:12]}")
+                return f"{memory_id} is not on {self.main_branch}: it was reverted in {entry.commit[:12]}: {show}"
+        return None
 
     def find_path(self, memory_id: str, rev: str) -> str | None:
         """Where ``rev`` holds this memory: main's path when it is there too (one git call),

@@ -1,0 +1,220 @@
+"""A corpus for the credential scanner: credential formats that must be caught and prose
+(English and Chinese) that must not be refused. Used by tests/test_secrets.py and
+bench/secrets.py.
+
+The credentials are generated from a fixed seed at import time, so this file holds no string
+that another scanner would take for a live token; each one has the real format's shape
+(prefix, alphabet, length).
+"""
+from __future__ import annotations
+
+import random
+import string
+
+_rng = random.Random(20261201)
+ALNUM = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "-_"
+
+
+def r(n: int, alphabet: str = ALNUM) -> str:
+    # mixed case and digits guaranteed, as real tokens have
+    while True:
+        s = "".join(_rng.choice(alphabet) for _ in range(n))
+        if alphabet is not ALNUM or (any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)):
+            return s
+
+
+def _jwt() -> str:
+    return "eyJ" + r(30, URLSAFE) + ".eyJ" + r(40, URLSAFE) + "." + r(43, URLSAFE)
+
+
+# (format name, text as it would appear in a memory)
+CREDENTIALS: list[tuple[str, str]] = [
+    ("aws-access-key-id", f"deploy user key {'AKIA' + r(16, string.ascii_uppercase + string.digits)}"),
+    ("aws-secret-assignment", f"aws_secret_access_key = {r(40, B64)}"),
+    ("aws-secret-bare", f"the secret half is {r(40, B64)} keep it"),
+    ("github-classic", f"token ghp_{r(36)}"),
+    ("github-oauth", f"gho_{r(36)}"),
+    ("github-fine-grained", f"github_pat_{r(22)}_{r(59)}"),
+    ("gitlab", f"use glpat-{r(20, URLSAFE)} for CI"),
+    ("huggingface", f"HF token hf_{r(34)}"),
+    ("npm", f"//registry.npmjs.org/:_authToken=npm_{r(36)}"),
+    ("openai", f"OPENAI key sk-{r(48)}"),
+    ("openai-project", f"sk-proj-{r(64, URLSAFE)}"),
+    ("anthropic", f"sk-ant-api03-{r(80, URLSAFE)}"),
+    ("slack-bot", f"xoxb-{r(11, string.digits)}-{r(12, string.digits)}-{r(24)}"),
+    ("slack-webhook", f"https://hooks.slack.com/services/T{r(8, string.ascii_uppercase)}/B{r(8, string.ascii_uppercase)}/{r(24)}"),
+    ("google-api-key", f"AIza{r(35, URLSAFE)}"),
+    ("google-oauth-secret", f"client secret GOCSPX-{r(28, URLSAFE)}"),
+    ("stripe-secret", f"sk_live_{r(24)}"),
+    ("stripe-restricted", f"rk_live_{r(24)}"),
+    ("rsa-private-key", "-----BEGIN RSA PRIVATE KEY-----\n" + r(64, B64) + "\n-----END RSA PRIVATE KEY-----"),
+    ("openssh-private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + r(64, B64)),
+    ("jwt", f"session {_jwt()}"),
+    ("postgres-url", f"postgres://app:{r(12)}@db.internal:5432/app"),
+    ("redis-url-password-only", f"redis://:{r(14)}@cache.internal:6379/0"),
+    ("bearer-hex", f"Authorization: Bearer {r(40, HEX)}"),
+    ("bearer-token", f"curl -H 'Authorization: Bearer {r(32)}' https://api.example.com"),
+    ("basic-auth", f"Authorization: Basic {r(28, B64)}=="),
+    ("azure-storage", f"DefaultEndpointsProtocol=https;AccountName=store1;AccountKey={r(86, B64)}==;EndpointSuffix=core.windows.net"),
+    ("azure-sas", f"Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={r(43, B64)}="),
+    ("password-assignment", f"password={r(10)}"),
+    ("password-prose-en", f"the password is {r(9)}"),
+    ("password-prose-en-colon", f"The admin password: {r(11)}"),
+    ("password-zh", f"密码是 {r(10)}"),
+    ("password-zh-colon", f"数据库密码：{r(10)}"),
+    ("api-key-yaml", f"api_key: {r(32)}"),
+    ("client-secret", f"client_secret={r(30, URLSAFE)}"),
+    ("twilio", f"SK{r(32, HEX)}"),
+    ("sendgrid", f"SG.{r(22, URLSAFE)}.{r(43, URLSAFE)}"),
+    ("mailgun", f"key-{r(32, HEX)}"),
+    ("telegram-bot", f"{r(10, string.digits)}:AA{r(33, URLSAFE)}"),
+    ("discord-webhook", f"https://discord.com/api/webhooks/{r(18, string.digits)}/{r(68, URLSAFE)}"),
+    ("shopify", f"shpat_{r(32, HEX)}"),
+    ("digitalocean", f"dop_v1_{r(64, HEX)}"),
+    ("pypi", f"pypi-AgEIcHlwaS5vcmc{r(60, URLSAFE)}"),
+    ("docker-hub", f"dckr_pat_{r(27, URLSAFE)}"),
+    ("square", f"sq0atp-{r(22, URLSAFE)}"),
+    ("databricks", f"dapi{r(32, HEX)}"),
+    ("linear", f"lin_api_{r(40)}"),
+    ("notion", f"ntn_{r(46)}"),
+    ("postman", f"PMAK-{r(24, HEX)}-{r(34, HEX)}"),
+    ("grafana-cloud", f"glc_{r(60, B64)}"),
+    ("new-relic", f"NRAK-{r(27, string.ascii_uppercase + string.digits)}"),
+    ("doppler", f"dp.st.prd.{r(40)}"),
+    ("age-secret-key", f"AGE-SECRET-KEY-1{r(58, string.ascii_uppercase + string.digits)}"),
+    ("alibaba", f"LTAI{r(20)}"),
+    ("tencent", f"AKID{r(32)}"),
+    ("hashicorp-vault", f"hvs.{r(90, URLSAFE)}"),
+    ("groq", f"gsk_{r(52)}"),
+    ("replicate", f"r8_{r(37)}"),
+    ("perplexity", f"pplx-{r(48)}"),
+    ("generic-token-assignment", f"access_token: {r(36, URLSAFE)}"),
+    ("mysql-url", f"mysql://root:{r(10)}@10.0.0.5/prod"),
+    ("amqp-url", f"amqp://guest:{r(12)}@mq:5672/"),
+]
+
+PROSE_EN: list[str] = [
+    "pwd: /home/alice/projects/memrepo",
+    "Read sk-hynix-hbm4-roadmap-2026-summary.pdf before the planning meeting.",
+    "password: required for the admin panel, ask ops",
+    "The password policy requires 12 characters and a symbol.",
+    "Reset your password from the account settings page.",
+    "We rotate API keys every 90 days with ops/rotate.sh.",
+    "The token expires after 30 minutes; the client refreshes it.",
+    "Store secrets in the vault at secret/data/payments, never in memories.",
+    "Set DB_PASSWORD in the environment; the app reads it at start-up.",
+    "Commit 3f030b1e2344e703441b27bbfe1639b0cdb5f997 fixed the pool leak.",
+    "The release tag v2.3.0 points at 61daff986c4c498c914abd718b0992ca5a882721.",
+    "Request id 550e8400-e29b-41d4-a716-446655440000 failed with a timeout.",
+    "Use https://docs.example.com/auth/login for the login flow description.",
+    "The API key header is X-Api-Key; its value comes from the secret store.",
+    "Bearer tokens are checked by the gateway, not the service.",
+    "Authorization: Bearer $TOKEN is how the CI job calls the API.",
+    "redis://cache.internal:6379/0 is the cache for the session service.",
+    "postgres://db.internal:5432/app is the primary database.",
+    "The user prefers short answers in the morning standup notes.",
+    "Ship 2.3 after the migration finishes on Thursday.",
+    "The design review moved to Friday at 10:00.",
+    "Our AWS account id is documented in ops/accounts.md, not here.",
+    "sk-learn is the old name people use for scikit-learn.",
+    "The sk-hynix memory order ships in March.",
+    "Tokens per second dropped from 41 to 37 after the upgrade.",
+    "The secret to fast builds is caching the dependency layer.",
+    "Her secret: she writes the tests first.",
+    "The passphrase prompt appears only on the first SSH connection.",
+    "Run `make test` before pushing; CI runs the same target.",
+    "The hash of the artifact is sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.",
+    "Feature flag release.auto_publish stays off until QA signs off.",
+    "The key insight: batch the writes, then fsync once.",
+    "Primary key of the users table is user_id, a bigint.",
+    "Press the key combination Ctrl+Shift+P to open the palette.",
+    "The keyboard shortcut for search is slash.",
+    "Wi-Fi name is Office-5G; the password is on the whiteboard in room 4.",
+    "AKIA is the prefix of AWS access key ids; never paste one here.",
+    "ghp_ tokens are GitHub classic tokens; use fine-grained ones instead.",
+    "The file is at memories/L2/mem_20261129_wir57b.md.",
+    "A base64 string like aGVsbG8gd29ybGQ= decodes to hello world.",
+    "The build number 20261129093000 is in the footer.",
+    "Use the `--no-verify` flag only with a Memrepo-Override trailer.",
+    "The JWT library validates the exp and nbf claims.",
+    "Azure Blob Storage holds the nightly backups in container backups.",
+    "The AccountName for staging is storestaging01.",
+    "The npm package name is @acme/ui-kit, version 4.2.1.",
+    "Hugging Face model card lives at hf.co/acme/model-small.",
+    "GitLab CI runs on the glrunner-04 machine.",
+    "Our Slack channel is #release-train.",
+    "The Stripe webhook endpoint is /hooks/stripe.",
+    "Password reset emails are sent from no-reply@example.com.",
+    "The password field must never be logged.",
+    "The config key is database.password_file, which points to /run/secrets/db.",
+    "password_file: /run/secrets/db_password",
+    "api_key_env: OPENAI_API_KEY",
+    "token_url: https://auth.example.com/oauth/token",
+    "The client_id is public; the secret lives in the vault.",
+    "Refresh tokens last 14 days.",
+    "The SSH key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8.",
+    "The password manager is 1Password, shared vault Engineering.",
+    "The bearer of this note is the on-call engineer.",
+    "Keys for the office are with reception.",
+    "The secret sauce is the ranking function, see docs/ranking.md.",
+    "pwd prints the working directory, e.g. /var/lib/memrepo.",
+    "Use a long passphrase, for example four random words.",
+]
+
+PROSE_ZH: list[str] = [
+    "修改密码：进入账户设置页面后点击安全选项。",
+    "密码策略要求至少十二个字符并包含符号。",
+    "忘记密码时请联系运维重置。",
+    "密钥每九十天轮换一次，脚本在 ops/rotate.sh。",
+    "令牌有效期为三十分钟，客户端会自动刷新。",
+    "秘密信息存放在保险库中，不要写进记忆。",
+    "当前阶段禁止自动发布。",
+    "用户喜欢简短的回答。",
+    "数据库连接池大小调整为二十。",
+    "配置数据库连接池时注意超时设置。",
+    "Redis 超时问题已在周四修复。",
+    "发布流程必须等待人工确认。",
+    "周五上午十点进行设计评审。",
+    "提交 3f030b1e2344e703441b27bbfe1639b0cdb5f997 修复了内存泄漏。",
+    "接口文档在 https://docs.example.com/api 。",
+    "口令提示只在第一次连接时出现。",
+    "请把密码保存在密码管理器里。",
+    "密码：需要向管理员申请。",
+    "密钥管理服务由安全团队负责。",
+    "登录页面的密码输入框不能记录日志。",
+    "海力士的 HBM4 路线图在附件 sk-hynix-hbm4-roadmap-2026-summary.pdf 里。",
+    "工作目录 pwd: /home/alice/projects 。",
+    "构建号 20261129093000 显示在页脚。",
+    "请求编号 550e8400-e29b-41d4-a716-446655440000 超时。",
+    "缓存服务地址为 redis://cache.internal:6379/0 。",
+    "主数据库是 postgres://db.internal:5432/app 。",
+    "在环境变量 DB_PASSWORD 中设置数据库密码。",
+    "令牌刷新逻辑在网关里实现。",
+    "发布前必须跑完整的测试。",
+    "这个模式在三天内出现了三次。",
+    "项目 alpha 的发布暂停到迁移完成。",
+    "团队决定使用 Whoosh 作为搜索引擎。",
+    "中文检索使用二元分词。",
+    "每晚的提炼任务在凌晨三点运行。",
+    "归档的记忆仍然可以通过深度搜索找到。",
+    "审核卡片回答五个问题。",
+    "回滚点是提案创建时主分支的提交。",
+    "用户偏好深色主题。",
+    "运维手册第四十行说明了迁移步骤。",
+    "账户设置里可以开启两步验证。",
+    "密码长度不少于十二位，并定期更换。",
+    "访问令牌不应出现在日志中。",
+    "私钥文件权限必须是 600。",
+    "密钥轮换后需要重启服务。",
+    "这段代码的秘诀是批量写入。",
+    "安全团队每季度审计一次权限。",
+    "权限边界由项目负责人确认。",
+    "模型推断的结论需要人工审核。",
+    "请在周报里记录本周的决定。",
+    "测试环境的数据库每天凌晨重置。",
+]
+
+PROSE = PROSE_EN + PROSE_ZH
