@@ -116,6 +116,7 @@ EXAMPLES: dict[str, str] = {
     "history": "memrepo history project-alpha db.pool",
     "search": "memrepo search \"database pool size\" --subject project-alpha\nmemrepo search 数据库 --layer L2 --since 2026-11-01 --json",
     "reindex": "memrepo reindex",
+    "recover": "memrepo recover\nmemrepo recover --json",
     "useful": "memrepo useful mem_20261201_7k3p9x --session s-42",
     "distill": "memrepo distill --dry-run\nmemrepo distill --promote --now 2026-12-01",
     "decay": "memrepo decay --dry-run",
