@@ -120,6 +120,14 @@ class InvalidData(MemrepoError):
         super().__init__("\n".join(lines))
 
 
+class RefMoved(Busy):
+    """A branch moved between reading it and writing it (compare-and-swap failed): retry."""
+
+
+class GitLocked(Busy):
+    """git's own lock file (``index.lock``, ``packed-refs.lock``, ...) is taken."""
+
+
 class InvalidMemory(InvalidData):
     """One or more memories failed validation; ``problems`` lists every finding."""
 

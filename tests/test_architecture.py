@@ -216,6 +216,8 @@ def test_git_module_really_runs_git():
 
 @pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
 def test_library_never_prints_or_exits(path):
+    if module_name(path) == "memrepo.store.faults":
+        pytest.skip("the fault points exist to end the process abruptly (inert unless MEMREPO_FAULT is set)")
     bad = []
     for node in ast.walk(tree(path)):
         if not isinstance(node, ast.Call):

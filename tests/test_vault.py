@@ -174,7 +174,7 @@ def test_add_author_from_env_and_given_id_and_layer(vault, monkeypatch):
 def test_add_refuses_a_duplicate_id(vault):
     memories.add(vault, {"id": "mem_once", "summary": "one"}, "")
     head = vault.head()
-    with pytest.raises(InvalidMemory, match="ids must be unique"):
+    with pytest.raises(InvalidMemory, match="already exists"):
         memories.add(vault, {"id": "mem_once", "layer": "L2", "summary": "two"}, "")
     assert vault.head() == head
 

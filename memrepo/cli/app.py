@@ -122,6 +122,7 @@ EXAMPLES: dict[str, str] = {
     "history": "memrepo history project-alpha db.pool",
     "search": "memrepo search \"database pool size\" --subject project-alpha\nmemrepo search 数据库 --layer L2 --since 2026-11-01 --json",
     "reindex": "memrepo reindex",
+    "recover": "memrepo recover\nmemrepo recover --json",
     "useful": "memrepo useful mem_20261201_7k3p9x --session s-42",
     "distill": "memrepo distill --dry-run\nmemrepo distill --promote --now 2026-12-01",
     "decay": "memrepo decay --dry-run",
@@ -581,7 +582,9 @@ def useful(memory_id: str = typer.Argument(..., metavar="ID"),
     """Mark a recalled memory as useful: it ranks higher next time (heat)."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
-        svc.mark_useful(vault, memory_id, session=session)
+        notice = svc.mark_useful(vault, memory_id, session=session)
+    if notice:
+        typer.echo(f"notice: {notice}", err=True)
     _out({"id": memory_id, "useful": True}, as_json, f"marked {memory_id} useful")
 
 
@@ -716,6 +719,19 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
             return
         files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
+
+
+# ---- recovery (a write killed half-way)
+
+@app.command()
+def recover(as_json: bool = JsonOpt):
+    """Finish a memrepo write that was killed half-way (any memrepo command also does this first)."""
+    from memrepo import api
+    from memrepo.store.vault import Vault, find_root
+    with Vault(find_root(explicit=state.vault_path)) as vault:
+        done = api.recover(vault)
+    _out({"recovered": done}, as_json,
+         "Finished an interrupted write; the checkout matches main." if done else "Nothing to recover.")
 
 
 # ---- agents: recall, context, flush, prune, evidence, mcp, export

@@ -14,6 +14,7 @@ from typing import Any
 
 from memrepo.lifecycle.runs import free_proposal_id, read_main, resolve_now, run_log
 from memrepo.model import Memory, parse_timestamp
+from memrepo.store import faults
 from memrepo.store.vault import Vault
 
 DISTILL_AUTHOR = "memrepo distill"
@@ -143,6 +144,7 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
             pid = free_proposal_id(vault, f"{'promote' if promote else 'distill'}_{when:%Y%m%d}")
             reason = (f"nightly {'promotion' if promote else 'distill'}: {len(memories)} pattern(s) recurring on "
                       f">= {params['min_occurrences']} distinct {params['count_by'].replace('_', ' ')}s")
+            faults.point("distill-proposed")
             proposal_id = proposals.create(vault, memories, reason=reason, proposal_id=pid).id
     report = DistillReport(
         now=when.isoformat(), layer=target, considered=result.considered,

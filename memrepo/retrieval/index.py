@@ -42,6 +42,7 @@ from memrepo.retrieval.ranking import (
     semantic_text,
     weighting,
 )
+from memrepo.store import faults
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.stats import Stats
@@ -161,6 +162,7 @@ class MemoryIndex:
             if progress:
                 progress(n)
             self._write_meta(gen, commit)
+            faults.point("reindex-built")
             _atomic_write(self.dir / "CURRENT", gen)
             if old and old != gen:
                 _remove_gen(self.dir, old)

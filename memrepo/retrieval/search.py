@@ -225,7 +225,7 @@ def make_query(text: str, **filters: Any):
 
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
-    from memrepo.retrieval.index import IndexCorrupt
+    from memrepo.retrieval.index import IndexCorrupt, MemoryIndex
     if log_recalls and not session:
         raise UsageError("--log records recalls of a session: give --session ID too")
     report = sync(vault)
@@ -233,18 +233,19 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     if notice:
         report = SyncReport(report.rebuilt, report.updated, report.deleted,
                             f"{report.notice}; {notice}" if report.notice else notice)
-    index = _index(vault)
+    s = stats(vault)
     try:
-        results = index.search_many(queries, semantic=semantic)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
-        results = _index(vault).search_many(queries, semantic=semantic)
+        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
     if state != "hybrid":
         results = [replace(r, semantic=state) for r in results]
     if log_recalls and session:
-        s = stats(vault)
         for result in results:
             s.record_recall(session, result.query, [h.id for h in result.hits])
+    if s.notice:
+        report = replace(report, notice="; ".join(filter(None, (report.notice, s.notice))))
     return results, report
 
 
@@ -395,7 +396,10 @@ def read_queries(path: Path) -> list[tuple[Any, Any]]:
     return out
 
 
-def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> None:
-    """Record that a recalled memory helped (heat; the strongest signal)."""
+def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> str | None:
+    """Record that a recalled memory helped (heat; the strongest signal). Returns a notice
+    when the statistics file was damaged and kept aside."""
     vault.get(memory_id)
-    stats(vault).mark_useful(memory_id, session=session)
+    s = stats(vault)
+    s.mark_useful(memory_id, session=session)
+    return s.notice

@@ -45,6 +45,12 @@ CREATE INDEX IF NOT EXISTS useful_mem ON useful(mem);
 """
 
 
+# One step per schema version: MIGRATIONS[n] takes a version-n file to n+1. Version 0 is a
+# new file, or one written before the schema had a version (same tables: the step is a no-op).
+MIGRATIONS = (_SCHEMA,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
 def _ts(now: datetime | None) -> float:
     return (now or datetime.now(UTC)).timestamp()
 
@@ -55,6 +61,7 @@ class Stats:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
+        self.notice: str | None = None  # set when a damaged file was kept aside
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -62,11 +69,16 @@ class Stats:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._db = self._connect()
-            except sqlite3.DatabaseError:
-                # Derived, per-machine state: a damaged file costs the statistics, never a
-                # search. Start afresh rather than fail every query.
+            except sqlite3.DatabaseError as e:
+                # The recall history and useful marks exist nowhere else: a damaged file is
+                # kept aside for a person to rescue, never deleted, and searches carry on.
+                kept = self.path.with_name(f"{self.path.name}.damaged-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}")
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    source = Path(f"{self.path}{suffix}")
+                    if source.exists():
+                        source.replace(Path(f"{kept}{suffix}"))
+                self.notice = (f"recall statistics in {self.path.name} could not be read ({e}); the file was "
+                               f"kept as {kept.name} and statistics start afresh")
                 self._db = self._connect()
         return self._db
 
@@ -74,7 +86,15 @@ class Stats:
         db = sqlite3.connect(self.path, timeout=10.0)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version} is newer than this memrepo "
+                                            f"({SCHEMA_VERSION}); upgrade memrepo")
+            if version < SCHEMA_VERSION:
+                with db:
+                    for step in MIGRATIONS[version:]:
+                        db.executescript(step)
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("SELECT count(*) FROM recall").fetchone()
         except sqlite3.DatabaseError:
             db.close()

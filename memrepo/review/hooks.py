@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from memrepo.errors import Problem, UsageError
+from memrepo.errors import Conflict, Problem, UsageError
 from memrepo.resources import resource
 from memrepo.store import git
 
@@ -71,7 +71,9 @@ def run_pre_commit(start: Path) -> list[Problem]:
     from memrepo.review.validate import check_staged
     from memrepo.store.vault import Vault
 
-    vault = Vault.find(start)
+    vault = Vault.find(start, recover=False)  # git holds the index lock now: it cannot be finished here
+    if vault.interrupted():
+        raise Conflict(_interrupted_message(vault))
     merge_head_file = git.git_path(vault.root, "MERGE_HEAD")
     merge_head = merge_head_file.read_text().split()[0] if merge_head_file.exists() else _merging_now()
     index_file = os.environ.get("GIT_INDEX_FILE")
@@ -79,3 +81,12 @@ def run_pre_commit(start: Path) -> list[Problem]:
         index_file = str(vault.root / index_file)
     with vault:
         return check_staged(vault, index_file=index_file, merge_head=merge_head)
+
+
+def _interrupted_message(vault) -> str:
+    """Why a commit must wait: a memrepo write in progress, or one killed half-way."""
+    from memrepo.store.lock import is_locked
+    if is_locked(git.git_path(vault.root, "memrepo.store.lock")):
+        return "a memrepo write is in progress; commit again in a moment (nothing was committed)"
+    return ("a memrepo write was interrupted and the checkout lags behind main (committing now would undo it); "
+            "run 'memrepo recover' to finish it, then commit again (nothing was committed)")

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
 from memrepo.model import Memory, new_id, now_iso
-from memrepo.store import git
+from memrepo.store import faults, git
 from memrepo.store.checks import Overlay, Row, check_rows
 from memrepo.store.vault import Vault
 
@@ -86,10 +86,8 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
                f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
-    changes: dict[str, bytes | None] = {m.path: None for m in deletes}
-    changes.update({m.path: _bytes(m) for m in memories})
-    git.fast_import_commit(vault.root, parent=base, changes=changes, message=message,
-                           ref=f"refs/heads/{branch}", old=None, reason=f"memrepo: propose {pid}")
+    vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
+                 parent=base, reason=f"memrepo: propose {pid}")
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
@@ -182,8 +180,7 @@ def _closed_ref(vault: Vault, pid: str) -> str | None:
 
 
 def _refs(vault: Vault, pattern: str) -> list[tuple[str, str]]:
-    out = git.run(vault.root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
-    return [(name, sha) for name, sha in (line.split("\t", 1) for line in out.splitlines() if line)]
+    return git.ref_tips(vault.root, pattern)
 
 
 def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.LogEntry]:
@@ -384,9 +381,12 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
                    f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
                    + (f"Memrepo-Declined: {','.join(declined)}\n" if declined else "")
                    + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n")
-        result = vault.commit(writes=writes, deletes=deletes, message=message, merge=[proposal.tip])
-        git.update_ref(vault.root, APPLIED_PREFIX + proposal.id, result.commit, None, f"memrepo: applied {proposal.id}")
-        git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
+        faults.point("apply-checked")
+        # main, the applied marker and the proposal branch move in one ref transaction: a
+        # killed apply leaves the proposal open and main untouched, or everything recorded.
+        result = vault.commit(writes=writes, deletes=deletes, message=message, merge=[proposal.tip],
+                              also=[git.RefChange(APPLIED_PREFIX + proposal.id, git.NEW_COMMIT, None),
+                                    git.RefChange(f"refs/heads/{proposal.branch}", None, proposal.tip)])
     return result.commit
 
 
@@ -423,9 +423,10 @@ def reject(vault: Vault, ref: str, *, why: str, reviewer: str | None = None) -> 
         reviewer = reviewer or git.identity(vault.root)[0]
         message = (f"memrepo: reject {proposal.id}\n\n{why.strip()}\n\nMemrepo-Action: reject\n"
                    f"Memrepo-Proposal: {proposal.id}\nMemrepo-Reviewer: {reviewer}\nMemrepo-Why: {' '.join(why.split())}\n")
-        sha = git.fast_import_commit(vault.root, parent=proposal.tip, changes={}, message=message,
-                                     ref=REJECTED_PREFIX + proposal.id, old=None, reason=f"memrepo: rejected {proposal.id}")
-        git.delete_ref(vault.root, f"refs/heads/{proposal.branch}", proposal.tip)
+        faults.point("reject-checked")
+        sha = vault.commit(message=message, ref=REJECTED_PREFIX + proposal.id, parent=proposal.tip,
+                           also=[git.RefChange(f"refs/heads/{proposal.branch}", None, proposal.tip)],
+                           reason=f"memrepo: rejected {proposal.id}").commit
     return sha
 
 
@@ -448,10 +449,10 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
 def _add_activation(vault: Vault, proposal: Proposal) -> None:
     """Commit on the branch the statuses apply would write, so a forge merge equals apply."""
     writes = planned_writes(vault, proposal, mode="overwrite")
-    changes: dict[str, bytes | None] = {p: None for p in planned_deletes(vault, proposal)}
-    changes.update({m.path: _bytes(m) for m in writes})
+    deletes = planned_deletes(vault, proposal)
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
-    git.fast_import_commit(vault.root, parent=proposal.tip, changes=changes, message=message,
-                           ref=f"refs/heads/{proposal.branch}", old=proposal.tip, reason=f"memrepo: activate {proposal.id}")
+    with vault.lock(reentrant=True):
+        vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
+                     expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")

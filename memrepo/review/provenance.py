@@ -16,7 +16,7 @@ from typing import Any
 from memrepo.errors import Conflict, NotFound
 from memrepo.model import MEMORY_ROOTS, Memory, now_iso
 from memrepo.review.proposals import trailers
-from memrepo.store import git
+from memrepo.store import faults, git
 from memrepo.store.checks import check_bytes
 from memrepo.store.vault import Vault
 
@@ -108,8 +108,12 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
     """Undo the commit that made ``memory_id`` active; returns the new commit id."""
     vault.require_main_checkout()
     with vault.lock():
-        entry = activation(vault, memory_id)
         current = vault.get(memory_id)
+        if current.meta.get("status") == "rolled_back":
+            done = git.log(vault.root, vault.main_ref, paths=[current.path], extra=["-n", "1"])
+            raise Conflict(f"{memory_id} is already rolled back"
+                           + (f" ({done[0].commit[:12]} {done[0].subject})" if done else "") + "; nothing changed")
+        entry = activation(vault, memory_id)
         everything = _changed(vault, entry)
         # Only this memory's part of the commit: an import or a batch proposal activates many
         # memories in one commit, and rolling back one id must not delete the others.
@@ -132,6 +136,7 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
             deletes.remove(current.path)
             writes.append(current.evolve(status="rolled_back", updated=now_iso()))
         vault.check_new(writes, deleted=[])
+        faults.point("rollback-checked")
         message = (f"memrepo: rollback {memory_id}: revert {entry.commit[:12]}\n\n"
                    + (f"This reverts commit {entry.commit} ({entry.subject}).\n" if len(changes) == len(everything) else
                       f"This reverts the part of commit {entry.commit} ({entry.subject}) that changed "

@@ -15,8 +15,8 @@ from typing import Any, Callable
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
-from memrepo.store import git
-from memrepo.store.checks import Overlay, Row, check_memory, check_rows, check_scope, text_problems
+from memrepo.store import faults, git
+from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope, text_problems
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
@@ -109,6 +109,9 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
                  review: str | None = None) -> WriteResult:
     """The rest of :func:`add` for a caller that already holds the vault lock on main."""
     catalog = vault.catalog()
+    taken = check_new_ids([Row.of(memory)], catalog)
+    if taken:
+        raise InvalidMemory(taken, "nothing was written")
     decision = risk.assess(memory.meta, catalog, vault.config)
     if review:
         decision = risk.Decision("high", "; ".join(r for r in (review, decision.reason if decision.high else "") if r),
@@ -119,11 +122,13 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
     if decision.high:
         from memrepo.review import proposals
         _check_alone(vault, memory)
+        faults.point("add-checked")
         proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
         return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                            decision.level, decision.reason, memory.supersedes)
     writes = [memory] + _superseded(vault, decision.supersedes, memory)
     vault.check_new(writes)
+    faults.point("add-checked")
     result = vault.commit(writes=writes, message=message_for("add", memory))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
@@ -266,6 +271,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
             pending = [m.evolve(status="pending_review") if m.meta["status"] == "active" else m for m in good]
             proposal = proposals.create(vault, pending, reason=f"bulk import of {len(good)} memories from {Path(path).name}")
             return ImportResult(len(good), None, proposal.id, tuple(problems))
+        faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
         result = vault.commit(writes=good, message=message)
@@ -277,7 +283,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
 def _cross_check(vault: Vault, memories: list[Memory], name: str, line_of: dict[str, int]) -> tuple[list[Memory], list[Problem]]:
     """Invariants across the batch and against the vault; drops the memories that fail."""
     rows = [Row.of(m) for m in memories]
-    found = check_rows(rows, Overlay(vault.catalog(), rows))
+    found = check_new_ids(rows, vault.catalog()) + check_rows(rows, Overlay(vault.catalog(), rows))
     bad_paths = {p.path for p in found}
     problems = [Problem(f"{name}:line {line_of.get(p.path, '?')}", p.field, p.message) for p in found]
     return [m for m in memories if m.path not in bad_paths], problems

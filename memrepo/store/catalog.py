@@ -73,21 +73,30 @@ class Catalog:
     # ------------------------------------------------------------- syncing
 
     def sync(self, commit: str | None) -> None:
-        """Bring the rows to ``commit`` by reading only what git says changed."""
-        current = self.commit
-        if commit == current:
-            return
-        if commit is None:
-            self._replace_all([], None)
-            return
-        try:
-            changes = git.diff_tree(self.root, current, commit, MEMORY_ROOTS)
-        except Exception:
-            changes = git.diff_tree(self.root, None, commit, MEMORY_ROOTS)
-            current = None
-        self._apply_changes(changes, commit, full=current is None)
+        """Bring the rows to ``commit`` by reading only what git says changed.
 
-    def _apply_changes(self, changes: list[git.Change], commit: str, *, full: bool) -> None:
+        The stamp the changes are based on is read again inside the transaction that writes
+        them: when another process synced meanwhile, this one starts over from its stamp, so
+        one commit's rows never end up under another commit's stamp.
+        """
+        while True:
+            current = self.commit
+            if commit == current:
+                return
+            if commit is None:
+                self._replace_all([], None)
+                return
+            try:
+                changes = git.diff_tree(self.root, current, commit, MEMORY_ROOTS)
+            except Exception:
+                changes = git.diff_tree(self.root, None, commit, MEMORY_ROOTS)
+                current = None
+            if self._apply_changes(changes, commit, based_on=current):
+                return
+
+    def _apply_changes(self, changes: list[git.Change], commit: str, *, based_on: str | None) -> bool:
+        """Write the rows of ``changes`` (a full listing when ``based_on`` is None); False, with
+        nothing written, when the stamp no longer is ``based_on``."""
         # One batched read: a sync or a checkout can bring thousands of files at once.
         blobs = git.read_blobs(self.root, [ch.sha for ch in changes if ch.status != "D" and ch.path.endswith(".md")])
         upserts, deletes = [], []
@@ -98,13 +107,17 @@ class Catalog:
                 upserts.append(_row_values(ch.path, blobs[ch.sha], ch.sha, ch.mode))
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            if full:
+            if based_on is not None and self._get(self.db, "commit") != based_on:
+                self.db.execute("ROLLBACK")
+                return False
+            if based_on is None:
                 self.db.execute("DELETE FROM memory")
             self.db.executemany("DELETE FROM memory WHERE path=?", [(p,) for p in deletes])
             self._insert(upserts)
             self.db.execute("INSERT OR REPLACE INTO state VALUES ('commit', ?)", (commit,))
             self.db.execute("INSERT OR REPLACE INTO state VALUES ('version', ?)", (VERSION,))
             self.db.execute("COMMIT")
+            return True
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
@@ -121,10 +134,11 @@ class Catalog:
 
     def record(self, memories: Iterable[Memory], deleted_paths: Iterable[str], old: str | None, new: str) -> None:
         """Apply a commit memrepo itself just made, without re-reading it from git."""
-        if self.commit != old:
+        self.db.execute("BEGIN IMMEDIATE")
+        if self._get(self.db, "commit") != old:
+            self.db.execute("ROLLBACK")
             self.sync(new)
             return
-        self.db.execute("BEGIN IMMEDIATE")
         self.db.executemany("DELETE FROM memory WHERE path=?", [(p,) for p in deleted_paths])
         self._insert([_memory_values(m, None) for m in memories])
         self.db.execute("INSERT OR REPLACE INTO state VALUES ('commit', ?)", (new,))

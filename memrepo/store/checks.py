@@ -108,7 +108,13 @@ def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
     problems += _check_pointers(memory)
     if text is None:
         text = document.render(dict(meta), memory.body, schema.field_order())
-    problems += [Problem(path, _secret_field(text, f.line), f.message()) for f in secretscan.scan(text)]
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > document.MAX_FILE_BYTES:
+        problems.append(Problem(path, "(file)", (
+            f"{size} bytes is over the {document.MAX_FILE_BYTES}-byte cap; keep raw logs and transcripts "
+            "outside the vault and point at them with 'evidence'")))
+    else:
+        problems += [Problem(path, _secret_field(text, f.line), f.message()) for f in secretscan.scan(text)]
     return sorted(set(problems))
 
 
@@ -243,6 +249,18 @@ def check_rows(touched: Iterable[Row], view: Rows, *, deleted: Iterable[Row] = (
                 continue
             problems.append(Problem(ref.path, field, f"points at {gone.id}, which {gone.path} no longer holds; old versions stay as 'superseded', never deleted"))
     return sorted(set(problems))
+
+
+def check_new_ids(rows: Iterable[Row], view: Rows) -> list[Problem]:
+    """A memory written as new (add, import) must not reuse an id the vault already holds, in
+    any layer, the archive or any status: it would replace a memory that may have been reviewed."""
+    problems = []
+    for row in rows:
+        for other in view.with_id(row.id):
+            problems.append(Problem(row.path, "id", (
+                f"{row.id!r} already exists ({other.path}, status {other.status}); a new memory needs a new id: "
+                "leave the id out to get a fresh one, or edit that memory and commit")))
+    return problems
 
 
 def _check_unique(row: Row, view: Rows) -> list[Problem]:

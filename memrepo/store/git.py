@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
-from memrepo.errors import GitError
+from memrepo.errors import GitError, GitLocked, MemrepoError, RefMoved
+from memrepo.store import faults
 
 # Variables git sets for hooks; inherited blindly they would point our commands elsewhere.
 _GIT_ENV_STRIP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
@@ -26,6 +27,8 @@ _GIT_ENV_STRIP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
 FALLBACK_NAME = "memrepo"
 FALLBACK_EMAIL = "memrepo@localhost"
 ZERO = "0" * 40
+SCRATCH_PREFIX = "refs/memrepo/tmp/"
+NEW_COMMIT = "@new-commit"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -74,7 +77,7 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
-_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD")
+_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock")
 
 
 @lru_cache(maxsize=256)
@@ -202,22 +205,24 @@ def _data(payload: bytes) -> bytes:
     return b"data %d\n" % len(payload) + payload + b"\n"
 
 
-def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None],
-                       message: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None,
-                       ref: str | None = None, old: str | None = None, reason: str = "memrepo",
-                       before_move: Callable[[str], None] | None = None) -> str:
+def new_scratch_ref() -> str:
+    """A ref name no other process uses, for a commit not yet on any branch."""
+    return f"{SCRATCH_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+
+
+def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None], message: str,
+                 scratch: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None) -> str:
     """Write one commit with ``changes`` (path -> new bytes, None deletes) on top of ``parent``.
 
-    Returns the commit id. With ``ref``, the ref then moves to it only if it still points at
-    ``old`` (None: must not exist yet), in the same transaction that drops fast-import's
-    scratch ref. fast-import itself is never pointed at a real branch: given ``from``, it
-    would move the branch even where that drops commits.
+    Returns the commit id. The commit sits under the ``scratch`` ref until :func:`update_refs`
+    moves the real branch and drops the scratch ref in one transaction. fast-import itself is
+    never pointed at a real branch: given ``from``, it would move the branch even where that
+    drops commits.
     """
     name, email = author or identity(root)
     stamp = f"{int(time.time())} +0000"
-    tmp_ref = f"refs/memrepo/tmp/{os.getpid()}-{time.monotonic_ns()}"
     who = f"{name} <{email}> {stamp}".encode()
-    stream = [b"commit " + tmp_ref.encode() + b"\n", b"mark :1\n",
+    stream = [b"commit " + scratch.encode() + b"\n", b"mark :1\n",
               b"author " + who + b"\n", b"committer " + who + b"\n", _data(message.encode())]
     if parent:
         stream.append(f"from {parent}\n".encode())
@@ -230,29 +235,106 @@ def fast_import_commit(root: Path, *, parent: str | None, changes: Mapping[str, 
             stream.append(b"M 100644 inline " + quoted + b"\n" + _data(payload))
     stream.append(b"\nget-mark :1\ndone\n")
     out = run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
-    sha = out.strip().splitlines()[-1]
-    commands = f"delete {tmp_ref}\n"
-    if before_move is not None:
-        before_move(sha)
-    if ref is not None:
-        commands = f"update {ref} {sha} {old or ZERO}\n" + commands
-    run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())
-    return sha
+    return out.strip().splitlines()[-1]
+
+
+@dataclass(frozen=True)
+class RefChange:
+    """One ref of a transaction: ``new`` None deletes; ``old`` None means "must not exist"
+    (for a deletion: whatever it holds). ``new`` may be :data:`NEW_COMMIT`, the commit
+    the transaction is about to publish."""
+
+    ref: str
+    new: str | None
+    old: str | None
+
+    def resolved(self, sha: str) -> RefChange:
+        return RefChange(self.ref, sha if self.new == NEW_COMMIT else self.new, self.old)
+
+    def command(self) -> str:
+        if self.new is None:
+            return f"delete {self.ref}" + (f" {self.old}" if self.old else "") + "\n"
+        return f"update {self.ref} {self.new} {self.old or ZERO}\n"
+
+
+def update_refs(root: Path, changes: Iterable[RefChange], *, reason: str, scratch: str | None = None) -> None:
+    """Every ref change (and the scratch ref's deletion) in ONE ``git update-ref --stdin``
+    transaction: all of them happen or none. A compare-and-swap that finds a ref moved raises
+    :class:`RefMoved`; a lock git cannot take raises :class:`GitLocked`. On failure the
+    scratch ref is dropped on its own, so nothing is left behind."""
+    changes = list(changes)
+    commands = "".join(c.command() for c in changes)
+    if scratch:
+        commands += f"delete {scratch}\n"
+    if faults.armed("commit-in-ref-transaction"):
+        _die_inside_transaction(root, commands)
+    try:
+        run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())
+    except GitError as e:
+        if scratch:
+            run(root, "update-ref", "-d", scratch, check=False)
+        raise _ref_error(e, changes) from None
+
+
+def _ref_error(error: GitError, changes: list[RefChange]) -> MemrepoError:
+    text = str(error)
+    if "File exists" in text or ".lock" in text:
+        lock = next((w.strip("'\".,:") for w in text.split() if ".lock" in w), "a lock file")
+        return GitLocked(f"git's lock {lock} is taken: another git process is writing now, or one was killed; "
+                         f"retry in a moment, and if no git is running, delete {lock} (nothing was written)")
+    if "cannot lock ref" in text or "but expected" in text or "already exists" in text:
+        moved = next((c.ref for c in changes if f"'{c.ref}'" in text), "a branch")
+        name = moved.removeprefix("refs/heads/")
+        return RefMoved(f"{name} moved while writing; retry (nothing was written)")
+    return error
+
+
+def _die_inside_transaction(root: Path, commands: str) -> None:
+    """The fault point where git holds the transaction's locks: kill git, then ourselves."""
+    import signal
+    proc = subprocess.Popen(["git", "-C", str(root), "update-ref", "--stdin"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env())
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(("start\n" + commands + "prepare\n").encode())
+    proc.stdin.flush()
+    proc.stdout.readline()  # start: ok
+    proc.stdout.readline()  # prepare: ok (the locks are held now)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    faults.point("commit-in-ref-transaction")
+
+
+def lock_files(root: Path, refs: Iterable[str], *, deleting: bool, index: bool = False) -> list[str]:
+    """The lock files git takes to change ``refs`` (and the index): recorded before a write so
+    that the next writer can tell its own killed writer's locks from anyone else's."""
+    common = common_dir(root)
+    found = [str(common / f"{ref}.lock") for ref in refs]
+    if deleting:
+        found.append(str(common / "packed-refs.lock"))
+    if index:  # the ref HEAD points at: git locks HEAD too (its reflog), and the index
+        found += [str(git_path(root, "HEAD.lock")), str(git_path(root, "index.lock"))]
+    return found
+
+
+@lru_cache(maxsize=64)
+def common_dir(root: Path) -> Path:
+    """Where refs live (the main repository's git directory, also from a linked worktree)."""
+    if (root / ".git").is_dir():
+        return root / ".git"
+    out = Path(run(root, "rev-parse", "--git-common-dir").strip())
+    return out if out.is_absolute() else root / out
+
+
+def ref_tips(root: Path, pattern: str) -> list[tuple[str, str]]:
+    """(ref name, commit) of every ref under ``pattern`` (e.g. ``refs/heads/proposal/``)."""
+    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]  # type: ignore[misc]
 
 
 def _quote(path: str) -> bytes:
     if any(c in path for c in '"\\\n') or path.startswith(" "):
         return ('"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"').encode()
     return path.encode()
-
-
-def update_ref(root: Path, ref: str, new: str, old: str | None, reason: str) -> None:
-    """Move ``ref`` to ``new`` only if it still points at ``old`` (None: must not exist)."""
-    run(root, "update-ref", "-m", reason, ref, new, old or ZERO)
-
-
-def delete_ref(root: Path, ref: str, old: str | None = None) -> None:
-    run(root, "update-ref", "-d", ref, *([old] if old else []))
 
 
 def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:

@@ -40,3 +40,18 @@ def locked(path: Path, *, timeout: float | None = None, what: str = "the vault")
         yield
     finally:
         os.close(fd)
+
+
+def is_locked(path: Path) -> bool:
+    """True when another process holds the lock on ``path`` now."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

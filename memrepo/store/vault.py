@@ -11,22 +11,25 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
-from memrepo.errors import Conflict, InvalidMemory, NotFound, UsageError, VaultExists, VaultNotFound
+from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
-from memrepo.store import git
+from memrepo.store import faults, git
 from memrepo.store.lock import locked
 
 if TYPE_CHECKING:
     from memrepo.store.catalog import Catalog
 
 MARKER = ".memrepo"
+JOURNAL = "memrepo-journal.json"
+STALE_LOCK_WINDOW = 60.0  # s after a killed write's journal in which its git locks were taken
 ENV_VAULT = "MEMREPO_VAULT"
 
 
@@ -72,8 +75,14 @@ class Vault:
     # ---------------------------------------------------------- opening
 
     @classmethod
-    def find(cls, start: Path | None = None, explicit: str | os.PathLike | None = None) -> Vault:
-        return cls(find_root(start, explicit))
+    def find(cls, start: Path | None = None, explicit: str | os.PathLike | None = None, *,
+             recover: bool = True) -> Vault:
+        """The vault (see :func:`find_root`); first finishes a write a killed process left,
+        so no command ever reads or commits a checkout that lags behind main."""
+        vault = cls(find_root(start, explicit))
+        if recover:
+            vault.recover_if_interrupted()
+        return vault
 
     @classmethod
     def init(cls, path: str | os.PathLike) -> Vault:
@@ -140,8 +149,13 @@ class Vault:
         self.close()
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """The vault's write lock; on entry, finishes a checkout update a killed writer left."""
+    def lock(self, *, reentrant: bool = False) -> Iterator[None]:
+        """The vault's write lock; on entry, finishes a write a killed writer left.
+
+        With ``reentrant``, a caller already holding it just carries on."""
+        if reentrant and self._in_lock:
+            yield
+            return
         timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
         with locked(git.git_path(self.root, "memrepo.store.lock"), timeout=timeout, what=f"vault {self.root}"):
             self.recover()
@@ -157,29 +171,51 @@ class Vault:
                 self._checked_head = None
 
     # A write moves the branch first, then updates the working tree and index. The journal,
-    # written just before the branch moves, lets the next writer finish that second half if
-    # the process was killed in between, so the checkout never silently shows old content.
+    # written before any git object, names the write's scratch ref, the lock files git will
+    # take for it and the paths of the checkout it changes. It is removed when the write is
+    # complete, so finding one means a memrepo process was killed mid-write: the next one
+    # drops that write's scratch ref and stale git locks (only those it recorded, never a
+    # lock of a person's git) and makes those checkout paths match the branch.
     def _journal_path(self) -> Path:
-        return git.git_path(self.root, "memrepo-journal.json")
+        return git.git_path(self.root, JOURNAL)
 
-    def _write_journal(self, ref: str, sha: str, paths: list[str]) -> None:
-        atomic_write(self._journal_path(), json.dumps({"ref": ref, "commit": sha, "paths": paths}).encode())
+    def interrupted(self) -> bool:
+        """True when a killed memrepo write left work for :meth:`recover` to finish."""
+        return self._journal_path().exists()
 
     def recover(self) -> bool:
-        """Finish an interrupted checkout update; True when there was one to finish."""
+        """Finish a write a killed process left (caller holds the lock); True when there was one."""
         path = self._journal_path()
+        if not path.exists():
+            return False
         try:
             journal = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(journal, dict):
+                raise ValueError
         except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            return False
-        ref, sha = journal.get("ref"), journal.get("commit")
-        if git.rev_parse(self.root, ref) == sha and git.head_ref(self.root) == ref:
-            present = {e.path: e.sha for e in git.ls_tree(self.root, sha, journal.get("paths", []))}
-            changes = {p: (git.read_blob(self.root, present[p]) if p in present else None) for p in journal["paths"]}
+            journal = {}
+        _remove_stale_locks(journal.get("locks") or [], float(journal.get("time") or 0))
+        scratch = journal.get("scratch")
+        if isinstance(scratch, str) and scratch.startswith(git.SCRATCH_PREFIX):
+            git.update_refs(self.root, [git.RefChange(scratch, None, None)], reason="memrepo: recover")
+        ref, paths = journal.get("ref"), [p for p in journal.get("paths") or [] if isinstance(p, str)]
+        if paths and ref and git.head_ref(self.root) == ref and git.rev_parse(self.root, ref):
+            present = {e.path: e.sha for e in git.ls_tree(self.root, ref, paths)}
+            with git.BlobReader(self.root) as reader:
+                changes = {p: (reader.read(present[p]) if p in present else None) for p in paths}
             self._update_checkout(changes)
+            for p in paths:
+                for stray in (self.root / p).parent.glob(f".{Path(p).name}.*.tmp"):
+                    stray.unlink(missing_ok=True)
         path.unlink(missing_ok=True)
         return True
+
+    def recover_if_interrupted(self) -> bool:
+        """Take the lock and finish a killed write, when one is pending (one stat otherwise)."""
+        if not self.interrupted():
+            return False
+        with self.lock():
+            return True
 
     # ---------------------------------------------------------- reading
 
@@ -281,37 +317,57 @@ class Vault:
             raise InvalidMemory(sorted(set(problems)), "nothing was written")
 
     def commit(self, *, writes: Iterable[Memory] = (), deletes: Iterable[str] = (), message: str,
-               branch: str | None = None, parent: str | None = None, merge: Iterable[str] = (),
-               expect: str | None = None, files: dict[str, bytes | None] | None = None,
-               parsed: Iterable[Memory] = ()) -> CommitResult:
-        """Commit files onto ``branch`` (caller holds the lock). ``expect`` guards the old tip.
+               branch: str | None = None, ref: str | None = None, parent: str | None = None,
+               merge: Iterable[str] = (), expect: str | None = None,
+               also: Iterable[git.RefChange] = (), reason: str | None = None,
+               files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = ()) -> CommitResult:
+        """Commit files onto ``branch`` (or the full ``ref``) as one write transaction (caller
+        holds the lock): journal, commit object, then ``ref`` (compare-and-swap against its
+        old tip; ``expect`` guards that tip too) and every ``also`` ref in ONE ref transaction,
+        then the checkout when ``ref`` is checked out.
 
         ``files`` are other paths as raw bytes (None deletes): citation records, a merged
         remote's files; the catalog then catches up from git instead of from ``writes``, unless
         ``parsed`` holds the parsed memory of every memory file in ``files``.
         """
         writes, deletes = list(writes), list(deletes)
-        ref = f"refs/heads/{branch or self.main_branch}"
+        ref = ref or f"refs/heads/{branch or self.main_branch}"
         synced = self._in_lock and self._synced_in_lock and ref == self.main_ref and self._catalog is not None
         # Under the lock the catalog already knows main's tip (it was caught up once and follows
         # every memrepo commit); if anything else moved main meanwhile, the CAS below refuses.
         old = self._catalog.commit if synced and self._catalog is not None else git.rev_parse(self.root, ref)
         if expect is not None and old != expect:
-            raise Conflict(f"{ref} moved from {expect[:12]} to {(old or 'nothing')[:12]} while preparing the change; retry")
+            raise RefMoved(f"{ref.removeprefix('refs/heads/')} moved from {expect[:12]} to {(old or 'nothing')[:12]} "
+                           "while preparing the change; retry (nothing was written)")
         checked_out = (self._checked_head if self._in_lock and self._checked_head else git.head_ref(self.root)) == ref
-        paths = [m.path for m in writes] + deletes + list(files or ())
-        if checked_out:
-            self._refuse_dirty(paths)
         changes: dict[str, bytes | None] = {p: None for p in deletes}
         changes.update(files or {})
         changes.update({m.path: render_bytes(m) for m in writes})
-        journal = (lambda sha: self._write_journal(ref, sha, list(changes))) if checked_out else None
-        sha = git.fast_import_commit(self.root, parent=parent or old, changes=changes, message=message, merge=merge,
-                                     ref=ref, old=old, reason=f"memrepo: {message.splitlines()[0]}",
-                                     before_move=journal)
+        if checked_out:
+            self._refuse_links(list(changes))
+            self._refuse_dirty(list(changes))
+        also = list(also)
+        moved = [ref] + [c.ref for c in also]
+        scratch = git.new_scratch_ref()
+        self._write_journal({
+            "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": scratch,
+            "paths": list(changes) if checked_out else [],
+            "locks": git.lock_files(self.root, moved + [scratch], deleting=True, index=checked_out)})
+        faults.point("commit-before-objects")
+        sha = git.write_commit(self.root, parent=parent or old, changes=changes, message=message,
+                               merge=merge, scratch=scratch)
+        faults.point("commit-after-objects")
+        try:
+            git.update_refs(self.root, [git.RefChange(ref, sha, old)] + [c.resolved(sha) for c in also],
+                            scratch=scratch, reason=reason or f"memrepo: {message.splitlines()[0]}")
+        except BaseException:
+            self._journal_path().unlink(missing_ok=True)  # nothing moved: nothing to finish
+            raise
+        faults.point("commit-after-refs-moved")
         if checked_out:
             self._update_checkout(changes)
-            self._journal_path().unlink(missing_ok=True)
+        faults.point("commit-after-checkout")
+        self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
             parsed = list(parsed)
             known = {m.path for m in parsed}
@@ -325,25 +381,51 @@ class Vault:
 
     def fast_forward(self, new: str) -> CommitResult:
         """Move main forward to ``new``, a descendant of its tip (caller holds the lock), and
-        bring the checkout along with the same journaled update as :meth:`commit`."""
+        bring the checkout along, journaled like :meth:`commit` so a crash is finished by recovery."""
         ref = self.main_ref
         old = git.rev_parse(self.root, ref)
         diff = git.diff_tree(self.root, old, new)
         checked_out = git.head_ref(self.root) == ref
         if checked_out:
+            self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
-        if checked_out:
-            self._write_journal(ref, new, list(changes))
-        git.update_ref(self.root, ref, new, old, "memrepo: sync fast-forward")
+        self._write_journal({
+            "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": None,
+            "paths": list(changes) if checked_out else [],
+            "locks": git.lock_files(self.root, [ref], deleting=False, index=checked_out)})
+        try:
+            git.update_refs(self.root, [git.RefChange(ref, new, old)], reason="memrepo: sync fast-forward")
+        except BaseException:
+            self._journal_path().unlink(missing_ok=True)
+            raise
         if checked_out:
             self._update_checkout(changes)
-            self._journal_path().unlink(missing_ok=True)
+        self._journal_path().unlink(missing_ok=True)
         self._config = None
         if self._catalog is not None:
             self._catalog.sync(new)
         return CommitResult(new, tuple(sorted(changes)))
+
+    def _write_journal(self, journal: dict) -> None:
+        path = self._journal_path()
+        with open(path, "w", encoding="utf-8") as fh:  # one small file, read only after a crash
+            fh.write(json.dumps(journal))
+
+    def _refuse_links(self, paths: List[str]) -> None:
+        """No folder on the way to a written file may be a symlink: it would lead out of the vault."""
+        seen: set[str] = set()
+        for path in paths:
+            parts = path.split("/")
+            for i in range(1, len(parts) + 1):
+                rel = "/".join(parts[:i])
+                if rel in seen:
+                    continue
+                seen.add(rel)
+                if (self.root / rel).is_symlink():
+                    raise Conflict(f"{rel} is a symlink; memrepo never writes through links (the file would land "
+                                   f"outside the vault): replace it with a real folder or file (nothing was written)")
 
     def _refuse_dirty(self, paths: List[str]) -> None:
         # A path that exists nowhere in the working tree cannot hold uncommitted edits (a new
@@ -364,6 +446,7 @@ class Vault:
                 _prune_empty_dirs(target.parent, self.root)
             else:
                 atomic_write(target, payload)
+        faults.point("commit-mid-checkout")
         git.update_index(self.root, changes)
 
     def require_main_checkout(self) -> None:
@@ -375,6 +458,11 @@ class Vault:
             raise Conflict(f"HEAD is detached in {self.root}; run 'git switch {self.main_branch}' first")
         if head != self.main_ref:
             raise Conflict(f"{head.removeprefix('refs/heads/')} is checked out; memrepo writes to {self.main_branch}: run 'git switch {self.main_branch}' first")
+
+
+def recover(vault: Vault) -> bool:
+    """Finish a write a killed memrepo process left; True when there was one."""
+    return vault.recover_if_interrupted()
 
 
 def atomic_write(target: Path, payload: bytes) -> None:
@@ -391,6 +479,22 @@ def atomic_write(target: Path, payload: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _remove_stale_locks(locks: list, since: float) -> None:
+    """Remove the git lock files a killed memrepo write recorded, when they date from that write.
+
+    A lock made before the write, or well after it, belongs to someone else's git and stays.
+    """
+    for name in locks:
+        if not isinstance(name, str) or not name.endswith(".lock"):
+            continue
+        try:
+            made = os.stat(name).st_mtime
+        except OSError:
+            continue
+        if since - 2 <= made <= since + STALE_LOCK_WINDOW:
+            Path(name).unlink(missing_ok=True)
 
 
 def _prune_empty_dirs(folder: Path, root: Path) -> None:

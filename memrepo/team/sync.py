@@ -349,21 +349,21 @@ def _adopt_proposals(vault: Vault, remote: str, result: SyncResult) -> None:
         for ref, sha in git.refs(root, f"refs/memrepo/remote/{remote}/{kind}/").items():
             pid = ref.rsplit("/", 1)[-1]
             if git.rev_parse(root, prefix + pid) is None:
-                git.update_ref(root, prefix + pid, sha, None, f"memrepo: {pid} {kind} on {remote}")
+                git.update_refs(root, [git.RefChange(prefix + pid, sha, None)], reason=f"memrepo: {pid} {kind} on {remote}")
     main = vault.head()
     for ref, sha in git.refs(root, f"refs/remotes/{remote}/proposal/").items():
         pid = ref.removeprefix(f"refs/remotes/{remote}/proposal/")
         local = f"refs/heads/proposal/{pid}"
         if git.rev_parse(root, local) is None and not _closed(root, pid) and not (main and git.is_ancestor(root, sha, main)):
-            git.update_ref(root, local, sha, None, f"memrepo: proposal {pid} from {remote}")
+            git.update_refs(root, [git.RefChange(local, sha, None)], reason=f"memrepo: proposal {pid} from {remote}")
     for ref, sha in git.refs(root, "refs/heads/proposal/").items():
         pid = ref.removeprefix("refs/heads/proposal/")
         if not _closed(root, pid) and main and git.is_ancestor(root, sha, main):
             merged = git.merge_commit_of(root, sha, main)
             if merged:
-                git.update_ref(root, APPLIED + pid, merged, None, f"memrepo: {pid} merged into main")
+                git.update_refs(root, [git.RefChange(APPLIED + pid, merged, None)], reason=f"memrepo: {pid} merged into main")
         if _closed(root, pid):
-            git.delete_ref(root, ref, sha)
+            git.update_refs(root, [git.RefChange(ref, None, sha)], reason=f"memrepo: {pid} closed")
             result.adopted.append(pid)
 
 

@@ -1,0 +1,46 @@
+"""Named crash points for proving the write path: inert unless ``MEMREPO_FAULT`` names one.
+
+``MEMREPO_FAULT=commit-after-refs-moved memrepo add …`` makes the process end abruptly
+(``os._exit``: no ``finally``, no flush, as ``kill -9`` would) at that step, so a test can
+check that whatever the next memrepo command finds is either nothing done or everything
+recorded. ``POINTS`` names every step; the fault test kills a real process at each one.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+ENV = "MEMREPO_FAULT"
+EXIT_CODE = 137  # what a shell reports for a process killed by SIGKILL
+
+POINTS = {
+    # every commit memrepo writes (add, import, apply, reject, rollback, distill, proposals)
+    "commit-before-objects": "journal written, no git object yet",
+    "commit-after-objects": "commit object written under a scratch ref, no branch moved",
+    "commit-in-ref-transaction": "git holds the ref locks of the one transaction; git is killed too",
+    "commit-after-refs-moved": "every ref moved in one transaction, checkout not yet updated",
+    "commit-mid-checkout": "files of the checkout written, git's index not yet updated",
+    "commit-after-checkout": "checkout and index updated, journal and catalog not yet",
+    # command steps before their commit
+    "add-checked": "add: memory built, checked and routed, nothing written",
+    "import-checked": "import: every line checked, nothing written",
+    "apply-checked": "apply: proposal checked and planned, nothing written",
+    "reject-checked": "reject: proposal found open, nothing written",
+    "rollback-checked": "rollback: revert planned, nothing written",
+    "distill-proposed": "distill: candidates found, proposal not yet made",
+    "reindex-built": "reindex: new index generation written, not yet made live",
+}
+
+
+def point(name: str, before_exit: Callable[[], None] | None = None) -> None:
+    """End the process here when ``MEMREPO_FAULT`` names this point (otherwise nothing)."""
+    if os.environ.get(ENV) != name:
+        return
+    assert name in POINTS, f"unknown fault point {name!r}"
+    if before_exit is not None:
+        before_exit()
+    os._exit(EXIT_CODE)
+
+
+def armed(name: str) -> bool:
+    return os.environ.get(ENV) == name
