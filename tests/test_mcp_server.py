@@ -92,6 +92,28 @@ def test_an_agent_can_never_make_a_high_risk_memory_active(vault):
     assert vault.list(status="active") == []
 
 
+def test_memory_write_with_scope_shared_proposes_to_the_pool(vault):
+    fact = {"scope": "shared", "subject": "user", "fact": "ui.theme"}
+
+    async def first(client: ClientSession):
+        return data(await client.call_tool("memory_write", {**fact, "summary": "dark"}))
+
+    async def second(client: ClientSession):
+        same = data(await client.call_tool("memory_write", {**fact, "summary": "dark"}))
+        other = data(await client.call_tool("memory_write", {**fact, "summary": "light"}))
+        missing = await client.call_tool("memory_write", {"scope": "shared", "summary": "no key"})
+        return same, other, missing
+
+    written = in_process(vault, first, agent="analyst")
+    same, other, missing = in_process(vault, second, agent="executor")
+    assert written["outcome"] == "written"
+    assert same["outcome"] == "reinforced" and same["reinforced"] == written["id"]
+    assert other["outcome"] == "proposed" and other["proposal"]  # default policy: a person decides
+    assert missing.isError and "fact" in missing.content[0].text
+    active = vault.list(status="active")
+    assert [r["id"] for r in active] == [written["id"]]
+
+
 def test_errors_are_tool_errors_with_the_cli_message(vault):
     async def scenario(client: ClientSession):
         missing = await client.call_tool("memory_get", {"id": "mem_nope"})

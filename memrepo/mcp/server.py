@@ -86,23 +86,31 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
 
     @server.tool()
     def memory_write(summary: str, body: str = "", subject: str = "general", kind: str | None = None,
-                     fact: str | None = None, layer: Literal["L1", "L2", "L3", "L4"] = "L1",
+                     fact: str | None = None, layer: Literal["L1", "L2", "L3", "L4"] | None = None,
                      tags: list[str] | None = None, evidence: list[str] | None = None,
                      links: list[str] | None = None, session: str | None = None,
-                     source: Literal["user", "model-inference", "tool"] = "user") -> CallToolResult:
+                     source: Literal["user", "model-inference", "tool"] = "user",
+                     scope: Literal["shared"] | None = None, confidence: float | None = None) -> CallToolResult:
         """Write one memory: short, hard, reusable (a decision with its reason, a constraint, a preference,
         project state, an evidence pointer such as evidence:<sha> or path#L10-L20), never raw output.
         `source`: user (the user said it), tool (a tool showed it), model-inference (your own conclusion).
         Low-risk L1 entries become active at once; constraints, policies, permissions, overrides of an active
         fact, your own inferences and anything above L1 go to review: the answer says pending_review and
-        the proposal id, and the memory is not active until a person applies it."""
+        the proposal id, and the memory is not active until a person applies it.
+        `scope: "shared"` proposes to the team's shared pool instead (as `memrepo propose`): a fact needs
+        subject + fact, knowledge (kind knowledge/pattern/principle) needs `confidence`; the pool reinforces
+        a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy."""
         fields = {"summary": summary, "subject": subject, "kind": kind, "fact": fact, "layer": layer,
                   "tags": tags, "evidence": evidence, "links": links, "session": session, "source": source}
 
         def run():
-            review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {layer} "
-                      "(long-term layers change only through review)") if layer != "L1" else None
-            return api.add(vault, fields, body, author=state.agent, review=review).as_dict()
+            if scope == "shared":
+                return api.propose(vault, {**fields, "confidence": confidence}, body, agent=state.agent).as_dict()
+            level = layer or "L1"
+            review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {level} "
+                      "(long-term layers change only through review)") if level != "L1" else None
+            return api.add(vault, {**fields, "layer": level, "confidence": confidence}, body,
+                           author=state.agent, review=review).as_dict()
         return _result(run)
 
     @server.tool()
