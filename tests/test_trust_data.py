@@ -220,7 +220,7 @@ def test_main_moved_while_writing_is_busy_and_leaves_no_scratch_ref(vault, monke
     with pytest.raises(Busy, match="main moved while writing; retry"):
         memories.add(vault, {"summary": "racing"}, "")
     monkeypatch.undo()
-    assert gitops.refs(vault.root, "refs/memrepo/tmp/") == []
+    assert gitops.refs(vault.root, "refs/memrepo/tmp/") == {}
     assert not Vault(vault.root).interrupted()
     memories.add(Vault(vault.root), {"summary": "retried"}, "")
 
