@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A short scripted tour of memrepo on a throw-away vault (run by `make demo`).
 set -euo pipefail
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"  # before the tour changes directory
 export MEMREPO_AUTHOR="${MEMREPO_AUTHOR:-demo-agent}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memrepo-demo.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -71,7 +72,6 @@ run memrepo review "$D"
 run memrepo distill --now 2026-11-29
 
 step "9. A long agent session survives compaction (English, then Chinese): prune, flush, recall"
-SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 for LANG_ in en zh; do
   S="$WORK/session-$LANG_"
   python3 "$SCRIPTS/agent_session.py" --lang "$LANG_" "$S"
