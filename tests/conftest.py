@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,35 @@ def vault(tmp_path) -> Vault:
     v.close()
 
 
-def person_env() -> dict[str, str]:
+MEMREPO = [sys.executable, "-m", "memrepo"]
+
+
+def person_env(**extra: str) -> dict[str, str]:
     """The environment a person's shell has: ours without the GIT_* variables a hook run sets."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
+    env.update(extra)
+    return env
+
+
+def person_git(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=person_env(**extra))
+
+
+def cli(root: Path, *args: str, stdin: str | bytes | None = None, **extra: str) -> subprocess.CompletedProcess:
+    """``memrepo --vault ROOT ARGS`` as a real process, output decoded."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    proc = subprocess.run([*MEMREPO, "--vault", str(root), *args], input=data, capture_output=True,
+                          env=person_env(**extra))
+    proc.stdout, proc.stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    return proc
+
+
+def commit_of(root: Path, subject_start: str) -> str:
+    """The newest commit on main whose subject starts with ``subject_start``."""
+    for line in git(root, "log", "--format=%H %s", "main").splitlines():
+        if line.split(" ", 1)[1].startswith(subject_start):
+            return line.split()[0]
+    raise AssertionError(f"no commit {subject_start!r}")
 
 
 def git(root: Path, *args: str) -> str:

@@ -3,43 +3,11 @@ never a traceback, and never an invalid vault (write path, hook and validate).""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import cli, git, person_git
 
 from memrepo.review import validate
-
-MEMREPO = [sys.executable, "-m", "memrepo"]
-
-
-def person_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k.startswith("GIT_CONFIG")}
-    env.update(extra)
-    return env
-
-
-def person_git(root: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=person_env(**extra))
-
-
-def cli(root: Path, *args: str, stdin: str | bytes | None = None, **extra: str) -> subprocess.CompletedProcess:
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    proc = subprocess.run([*MEMREPO, "--vault", str(root), *args], input=data, capture_output=True,
-                          env=person_env(**extra))
-    proc.stdout, proc.stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-    return proc
-
-
-def commit_of(root: Path, subject_start: str) -> str:
-    for line in git(root, "log", "--format=%H %s", "main").splitlines():
-        if line.split(" ", 1)[1].startswith(subject_start):
-            return line.split()[0]
-    raise AssertionError(f"no commit {subject_start!r}")
-
 
 # ------------------------------------------------------------ cases 12 and 13: bad input
 
