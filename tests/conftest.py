@@ -77,3 +77,30 @@ def git(root: Path, *args: str) -> str:
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}{proc.stdout}")
     return proc.stdout
+
+
+class GitCalls:
+    """Counts the real git processes a piece of code starts: a ``git`` script first on PATH
+    appends its arguments to a log and execs the real git (nothing is mocked)."""
+
+    def __init__(self, directory: Path, monkeypatch):
+        import shutil
+        real = shutil.which("git")
+        assert real, "git is not installed"
+        directory.mkdir(parents=True, exist_ok=True)
+        self.log = directory / "calls.log"
+        wrapper = directory / "git"
+        wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def calls(self, fn, *args, **kwargs) -> list[str]:
+        """The git command lines ``fn(*args, **kwargs)`` ran, in order."""
+        self.log.write_text("")
+        fn(*args, **kwargs)
+        return self.log.read_text().splitlines()
+
+
+@pytest.fixture
+def git_calls(tmp_path, monkeypatch) -> GitCalls:
+    return GitCalls(tmp_path / "git-calls", monkeypatch)

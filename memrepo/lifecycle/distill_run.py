@@ -75,10 +75,12 @@ def known_patterns(vault: Vault):
     on_main = [r for r in vault.list() if str(r["id"]).startswith("pat_")]
     for memory in read_main(vault, on_main)[0]:
         note(memory, "rejected" if memory.meta.get("status") == "rolled_back" else "applied")
-    for p in proposals.list_proposals(vault, include_closed=True):
-        if all(i in found for i in p.ids if i.startswith("pat_")):
-            continue  # no pattern, or every one is on main (applied) and noted above
-        for memory in proposals.memories_of(vault, p):
+    # no pattern, or every one is on main (applied) and noted above: nothing to read
+    unread = [p for p in proposals.list_proposals(vault, include_closed=True)
+              if not all(i in found for i in p.ids if i.startswith("pat_"))]
+    held = proposals.memories_of_all(vault, unread)
+    for p in unread:
+        for memory in held[p.id]:
             if memory.id not in found:
                 # closed but not on main: rejected, declined by 'apply --only', or applied and
                 # then taken back by a person ('git revert' of the apply): not proposed again

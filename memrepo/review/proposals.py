@@ -176,43 +176,85 @@ def _default_affects(meta) -> str:
 # ------------------------------------------------------------------ reading
 
 def _closed_ref(vault: Vault, pid: str) -> str | None:
-    return git.rev_parse(vault.root, APPLIED_PREFIX + pid) or git.rev_parse(vault.root, REJECTED_PREFIX + pid)
+    found = git.refs(vault.root, APPLIED_PREFIX + pid, REJECTED_PREFIX + pid)
+    return found.get(APPLIED_PREFIX + pid) or found.get(REJECTED_PREFIX + pid)
 
 
-def _refs(vault: Vault, pattern: str) -> list[tuple[str, str]]:
-    return git.ref_tips(vault.root, pattern)
+def _all_refs(vault: Vault) -> dict[str, str]:
+    """Every proposal branch and applied/rejected marker (ref -> commit), in one git call."""
+    return git.refs(vault.root, "refs/heads/" + BRANCH_PREFIX, APPLIED_PREFIX, REJECTED_PREFIX)
 
 
-def _proposal_commit(vault: Vault, tip: str) -> tuple[str, dict[str, str], git.LogEntry]:
-    """The 'propose' commit at or below ``tip`` (push may have added one on top)."""
-    for entry in git.log(vault.root, tip, extra=["-n", "3"]):
+def _proposal_commits(vault: Vault, tips: list[str]) -> dict[str, git.LogEntry]:
+    """tip -> the 'propose' commit at or below it (push may have added one on top), for
+    every tip at once: one git call per level below the tip, at most three."""
+    below = {tip: tip for tip in tips}
+    found: dict[str, git.LogEntry] = {}
+    for _level in range(3):
+        need = {t: c for t, c in below.items() if t not in found}
+        if not need:
+            break
+        entries = git.commits(vault.root, need.values())
+        for tip, sha in need.items():
+            entry = entries.get(sha)
+            if entry is None:
+                continue
+            if trailers(entry.body).get("Memrepo-Action") == "propose":
+                found[tip] = entry
+            elif entry.parents:
+                below[tip] = entry.parents[0]
+    return found
+
+
+# (proposal id, branch tip, status, branch, outcome)
+_Item = tuple[str, str, str, str, dict[str, Any]]
+
+
+def _load_all(vault: Vault, items: list[_Item]) -> list[Proposal]:
+    commits = _proposal_commits(vault, [tip for _pid, tip, *_rest in items])
+    out = []
+    for pid, tip, status, branch, outcome in items:
+        entry = commits.get(tip)
+        if entry is None:
+            raise InvalidMemory([], f"{tip[:12]} is not a memrepo proposal (no 'Memrepo-Action: propose' commit)")
         found = trailers(entry.body)
-        if found.get("Memrepo-Action") == "propose":
-            return entry.commit, found, entry
-    raise InvalidMemory([], f"{tip[:12]} is not a memrepo proposal (no 'Memrepo-Action: propose' commit)")
+        out.append(Proposal(id=pid, branch=branch, commit=entry.commit, tip=tip, base=found.get("Memrepo-Base", ""),
+                            ids=tuple(filter(None, found.get("Memrepo-Ids", "").split(","))), status=status,
+                            author=found.get("Memrepo-Author", entry.author), created=entry.date,
+                            reason=found.get("Memrepo-Reason", ""), outcome=outcome))
+    return out
 
 
-def _load(vault: Vault, pid: str, tip: str, status: str, branch: str, outcome: dict[str, Any]) -> Proposal:
-    commit, found, entry = _proposal_commit(vault, tip)
-    return Proposal(id=pid, branch=branch, commit=commit, tip=tip, base=found.get("Memrepo-Base", ""),
-                    ids=tuple(filter(None, found.get("Memrepo-Ids", "").split(","))), status=status,
-                    author=found.get("Memrepo-Author", entry.author), created=entry.date,
-                    reason=found.get("Memrepo-Reason", ""), outcome=outcome)
+def _items(vault: Vault, refs: dict[str, str]) -> list[_Item]:
+    """What to load for these proposal refs: closed markers are read (one git call) for the
+    reviewer, reason and the branch tip they closed."""
+    items: list[_Item] = []
+    closed = {ref: sha for ref, sha in refs.items() if ref.startswith((APPLIED_PREFIX, REJECTED_PREFIX))}
+    markers = git.commits(vault.root, closed.values())
+    for ref, sha in refs.items():
+        if ref not in closed:
+            items.append((ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {}))
+            continue
+        status = "applied" if ref.startswith(APPLIED_PREFIX) else "rejected"
+        pid = ref.removeprefix(APPLIED_PREFIX if status == "applied" else REJECTED_PREFIX)
+        entry = markers[sha]
+        t = trailers(entry.body)
+        outcome = {"by": t.get("Memrepo-Reviewer", entry.author), "at": entry.date,
+                   "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", ""),
+                   "declined": t.get("Memrepo-Declined", "")}
+        tip = entry.parents[-1] if status == "applied" else entry.parents[0]
+        items.append((pid, tip, status, BRANCH_PREFIX + pid, {k: v for k, v in outcome.items() if v}))
+    return items
 
 
 def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Proposal]:
     """Open proposals (and, with ``include_closed``, applied and rejected ones)."""
-    found = [_load(vault, ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {})
-             for ref, sha in _refs(vault, "refs/heads/" + BRANCH_PREFIX)]
-    if include_closed:
+    refs = _all_refs(vault) if include_closed else git.refs(vault.root, "refs/heads/" + BRANCH_PREFIX)
+    found = _load_all(vault, _items(vault, refs))
+    if include_closed and any(p.status == "applied" for p in found):
         undone = _reverts(vault)
-        for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
-            for ref, sha in _refs(vault, prefix):
-                pid = ref.removeprefix(prefix)
-                proposal = _closed(vault, pid, sha, status)
-                if status == "applied" and sha in undone:
-                    proposal = replace(proposal, outcome={**proposal.outcome, "reverted": undone[sha]})
-                found.append(proposal)
+        found = [replace(p, outcome={**p.outcome, "reverted": undone[p.outcome["commit"]]})
+                 if p.status == "applied" and p.outcome.get("commit") in undone else p for p in found]
     return sorted(found, key=lambda p: (p.created, p.id))
 
 
@@ -229,26 +271,13 @@ def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
     return undone
 
 
-def _closed(vault: Vault, pid: str, sha: str, status: str) -> Proposal:
-    entry = git.log(vault.root, sha, extra=["-n", "1"])[0]
-    t = trailers(entry.body)
-    outcome = {"by": t.get("Memrepo-Reviewer", entry.author), "at": entry.date,
-               "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", ""),
-               "declined": t.get("Memrepo-Declined", "")}
-    tip = entry.parents[-1] if status == "applied" else entry.parents[0]
-    return _load(vault, pid, tip, status, BRANCH_PREFIX + pid, {k: v for k, v in outcome.items() if v})
-
-
 def get(vault: Vault, ref: str) -> Proposal:
     """An open or closed proposal by proposal id or by the id of a memory it carries."""
     pid = ref.removeprefix(BRANCH_PREFIX)
-    sha = git.rev_parse(vault.root, f"refs/heads/{BRANCH_PREFIX}{pid}")
-    if sha:
-        return _load(vault, pid, sha, "open", BRANCH_PREFIX + pid, {})
-    for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
-        sha = git.rev_parse(vault.root, prefix + pid)
-        if sha:
-            return _closed(vault, pid, sha, status)
+    refs = _all_refs(vault)
+    for name in ("refs/heads/" + BRANCH_PREFIX + pid, APPLIED_PREFIX + pid, REJECTED_PREFIX + pid):
+        if name in refs:
+            return _load_all(vault, _items(vault, {name: refs[name]}))[0]
     matches = [p for p in list_proposals(vault, include_closed=True) if ref in p.ids]
     open_ = [p for p in matches if p.status == "open"]
     if open_ or matches:
@@ -258,11 +287,24 @@ def get(vault: Vault, ref: str) -> Proposal:
 
 def memories_of(vault: Vault, proposal: Proposal) -> list[Memory]:
     """The proposed memories as the proposal commit holds them."""
-    changes = git.diff_tree(vault.root, proposal.base or None, proposal.commit, ("memories", "archive"))
-    out = []
-    for ch in changes:
-        if ch.status != "D":
-            out.append(vault.read_at(proposal.commit, ch.path))
+    return memories_of_all(vault, [proposal])[proposal.id]
+
+
+def memories_of_all(vault: Vault, found: Iterable[Proposal]) -> dict[str, list[Memory]]:
+    """proposal id -> its proposed memories, for many proposals in two git calls."""
+    from memrepo.store.checks import check_bytes
+    found = list(found)
+    changes = git.diff_trees(vault.root, [(p.base or None, p.commit) for p in found], ("memories", "archive"))
+    wanted = {p.id: [ch for ch in changes[(p.base or None, p.commit)] if ch.status != "D"] for p in found}
+    blobs = git.read_blobs(vault.root, [ch.sha for chs in wanted.values() for ch in chs])
+    out: dict[str, list[Memory]] = {}
+    for pid, chs in wanted.items():
+        out[pid] = []
+        for ch in chs:
+            memory, problems = check_bytes(ch.path, blobs[ch.sha])
+            if memory is None:
+                raise InvalidMemory(problems)
+            out[pid].append(memory)
     return out
 
 
@@ -288,18 +330,14 @@ def _require_open(proposal: Proposal) -> None:
 def planned_deletes(vault: Vault, proposal: Proposal, *, only: Iterable[str] | None = None) -> list[str]:
     """Paths the proposal deletes that still hold the same file on main."""
     wanted = set(only) if only is not None else None
-    out = []
-    for ch in git.diff_tree(vault.root, proposal.base or None, proposal.commit, ("memories", "archive")):
-        memory_id = ch.path.rsplit("/", 1)[-1][:-3]
-        if ch.status != "D" or (wanted is not None and memory_id not in wanted):
-            continue
-        before = git.run(vault.root, "rev-parse", f"{proposal.base}:{ch.path}").strip()
-        now = git.run(vault.root, "rev-parse", "-q", "--verify", f"{vault.main_ref}:{ch.path}", check=False).strip()
-        if now != before:
-            raise Conflict(f"{ch.path}, which proposal {proposal.id} deletes, changed or moved since it was proposed; "
+    gone = [ch.path for ch in git.diff_tree(vault.root, proposal.base or None, proposal.commit, ("memories", "archive"))
+            if ch.status == "D" and (wanted is None or ch.path.rsplit("/", 1)[-1][:-3] in wanted)]
+    ids = git.object_ids(vault.root, [f"{rev}:{path}" for path in gone for rev in (proposal.base, vault.main_ref)])
+    for path in gone:
+        if ids[f"{vault.main_ref}:{path}"] != ids[f"{proposal.base}:{path}"]:
+            raise Conflict(f"{path}, which proposal {proposal.id} deletes, changed or moved since it was proposed; "
                            f"review again: 'memrepo reject {proposal.id} --why stale'")
-        out.append(ch.path)
-    return out
+    return gone
 
 
 def planned_writes(vault: Vault, proposal: Proposal, *, mode: str, only: Iterable[str] | None = None) -> list[Memory]:
@@ -310,6 +348,7 @@ def planned_writes(vault: Vault, proposal: Proposal, *, mode: str, only: Iterabl
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
     catalog = vault.catalog()
+    head = vault.head()
     writes: list[Memory] = []
     wanted = set(only) if only is not None else None
     for memory in memories_of(vault, proposal):
@@ -329,10 +368,10 @@ def planned_writes(vault: Vault, proposal: Proposal, *, mode: str, only: Iterabl
             if current:
                 raise Conflict(f"append would leave two active memories for ({meta['subject']}, {meta['fact']}); use --mode overwrite")
             writes.append(memory.evolve(status="active", supersedes=None if mode == "append" else target, updated=now,
-                                        rollback_point=vault.head()))
+                                        rollback_point=head))
             continue
         old = vault.get(target)
-        writes.append(memory.evolve(status="active", updated=now, rollback_point=vault.head()))
+        writes.append(memory.evolve(status="active", updated=now, rollback_point=head))
         writes.append(old.evolve(status="superseded", superseded_by=memory.id, updated=now))
     return writes
 
@@ -343,8 +382,9 @@ def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> No
     if now_path is None:
         raise Conflict(f"{target}, which proposal {proposal.id} supersedes, no longer exists on main; "
                        f"re-review: 'memrepo reject {proposal.id} --why stale'")
-    before = git.run(vault.root, "rev-parse", f"{proposal.base}:{base_path}").strip() if base_path else None
-    after = git.run(vault.root, "rev-parse", f"{vault.main_ref}:{now_path}").strip()
+    ids = git.object_ids(vault.root, [f"{vault.main_ref}:{now_path}"] + ([f"{proposal.base}:{base_path}"] if base_path else []))
+    before = ids[f"{proposal.base}:{base_path}"] if base_path else None
+    after = ids[f"{vault.main_ref}:{now_path}"]
     if before != after:
         changed = git.log(vault.root, f"{proposal.base}..{vault.main_ref}", paths=[now_path] + ([base_path] if base_path else []))
         what = "; ".join(f"{e.commit[:12]} {e.subject}" for e in changed[:3]) or "its file differs"
@@ -394,13 +434,14 @@ def _check_branch_valid(vault: Vault, proposal: Proposal) -> None:
     """A proposal branch edited by hand must still hold valid memory files."""
     from memrepo.store.checks import check_bytes
     problems = []
-    for ch in git.diff_tree(vault.root, proposal.base or None, proposal.tip, ("memories", "archive")):
-        if ch.status == "D":
-            continue
+    changes = [ch for ch in git.diff_tree(vault.root, proposal.base or None, proposal.tip, ("memories", "archive"))
+               if ch.status != "D"]
+    blobs = git.read_blobs(vault.root, [ch.sha for ch in changes if ch.mode != "120000"])
+    for ch in changes:
         if ch.mode == "120000":
             problems.append(_symlink_problem(ch.path))
             continue
-        _memory, found = check_bytes(ch.path, git.read_blob(vault.root, ch.sha))
+        _memory, found = check_bytes(ch.path, blobs[ch.sha])
         problems += found
     if problems:
         raise InvalidMemory(problems, f"proposal {proposal.id} holds invalid files; fix the branch or reject it (nothing was applied)")
@@ -434,13 +475,12 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
     """Push the proposal branch (with its activation commit) so a pull request can be opened."""
     proposal = get(vault, ref)
     _require_open(proposal)
-    remotes = git.run(vault.root, "remote").split()
-    if remote not in remotes:
+    if remote not in git.remotes(vault.root):
         raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
     if proposal.tip == proposal.commit:
         _add_activation(vault, proposal)
     try:
-        git.run(vault.root, "push", "--quiet", remote, f"refs/heads/{proposal.branch}:refs/heads/{proposal.branch}")
+        git.push_branch(vault.root, remote, proposal.branch)
     except GitError as e:
         raise GitError(f"pushing {proposal.branch} to {remote} failed (nothing was forced): {e}") from None
     return proposal.branch

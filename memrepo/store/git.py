@@ -457,6 +457,11 @@ def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
     return results
 
 
+def push_branch(root: Path, remote: str, branch: str) -> None:
+    """Push ``branch`` to the branch of the same name on ``remote`` (never forced)."""
+    run(root, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+
+
 def merge_base(root: Path, a: str, b: str) -> str | None:
     return run(root, "merge-base", a, b, check=False).strip() or None
 
@@ -467,10 +472,58 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
     return proc.returncode == 0
 
 
-def refs(root: Path, pattern: str) -> dict[str, str]:
-    """ref -> commit for every ref matching ``pattern`` (a for-each-ref pattern)."""
-    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
+def refs(root: Path, *patterns: str) -> dict[str, str]:
+    """ref -> commit for every ref matching any of ``patterns`` (for-each-ref patterns), in one call."""
+    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", *patterns)
     return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
+def commits(root: Path, shas: Iterable[str]) -> dict[str, LogEntry]:
+    """commit id -> its log entry, for any number of commits in one ``git log --no-walk``."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    out = run(root, "log", "--no-walk=unsorted", "--stdin", f"--format={_LOG_FORMAT}",
+              input=("\n".join(wanted) + "\n").encode())
+    return {e.commit: e for e in _parse_log(out)}
+
+
+def diff_trees(root: Path, pairs: Iterable[tuple[str | None, str]],
+               paths: Iterable[str] = ()) -> dict[tuple[str | None, str], list[Change]]:
+    """(old, new) -> files changed from commit old to commit new, for many pairs in one
+    ``git diff-tree --stdin`` (an ``old`` of None: everything in ``new``, one listing each)."""
+    pairs, paths = list(dict.fromkeys(pairs)), list(paths)
+    found = {(old, new): diff_tree(root, None, new, paths) for old, new in pairs if old is None}
+    asked = [(old, new) for old, new in pairs if old is not None]
+    if not asked:
+        return found
+    out = run(root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--", *paths,
+              input="".join(f"{new} {old}\n" for old, new in asked).encode())
+    parts, i, n = out.split("\0"), 0, -1
+    current: list[Change] = []
+    while i < len(parts):
+        part = parts[i]
+        if part.startswith(":") and i + 1 < len(parts):
+            _old_mode, new_mode, _old_sha, new_sha, status = part[1:].split()
+            current.append(Change(status[0], parts[i + 1], new_sha, new_mode))
+            i += 2
+            continue
+        if part.strip():  # the header --always prints for every line read, in order
+            n += 1
+            current = found.setdefault(asked[n], [])
+        i += 1
+    return found
+
+
+def object_ids(root: Path, names: Iterable[str]) -> dict[str, str | None]:
+    """name (``REV:path``, a ref, ...) -> object id, None where it names nothing, all in one
+    ``git cat-file --batch-check``."""
+    wanted = list(dict.fromkeys(names))
+    if not wanted:
+        return {}
+    out = run(root, "cat-file", "--batch-check=%(objectname)", input=("\n".join(wanted) + "\n").encode())
+    lines = out.split("\n")
+    return {name: (line if len(line) == 40 and " " not in line else None) for name, line in zip(wanted, lines)}
 
 
 def merge_commit_of(root: Path, commit: str, rev: str) -> str | None:
