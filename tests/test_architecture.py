@@ -209,6 +209,76 @@ def test_only_git_module_runs_git(path):
     assert not shell, f"{path.name} shells out with os.system/os.popen at lines {shell}"
 
 
+def _private_git_names(path: Path) -> list[str]:
+    """``git._name`` attributes and ``from memrepo.store.git import _name`` in a module."""
+    found = []
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "git" \
+                and node.attr.startswith("_"):
+            found.append(f"git.{node.attr} at line {node.lineno}")
+        if isinstance(node, ast.ImportFrom) and node.module == "memrepo.store.git":
+            found += [f"{a.name} at line {node.lineno}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p != GIT], ids=module_name)
+def test_no_module_but_git_reaches_its_runner(path):
+    """Only store/git.py builds git argument lists: its runner is private and nobody calls it."""
+    found = _private_git_names(path)
+    assert not found, f"{path.name} uses git's private {found}; add a named operation to memrepo/store/git.py"
+
+
+def test_the_git_runner_is_private():
+    public = {n.name for n in tree(GIT).body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    assert not public & {"run", "run_bytes", "run_bytes_input"}, public
+    assert _private_git_names(PACKAGE / "review" / "proposals.py") == []
+    probe = ast.parse("from memrepo.store import git\ngit._run(root, 'log')\n")
+    assert any(isinstance(n, ast.Attribute) and n.attr == "_run" for n in ast.walk(probe))
+
+
+# Programs modules other than store/git.py may start, by the first word of their command line.
+OTHER_PROGRAMS = {"memrepo.lifecycle.schedule": {"crontab"},
+                  "memrepo.retrieval.search": {"sys.executable"}}
+_STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
+
+
+def _started_programs(path: Path) -> list[tuple[int, str]]:
+    """(line, first word) of every subprocess/os.exec*/os.spawn* call; '?' when not a literal."""
+    found = []
+    for node in ast.walk(tree(path)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+        if not ((owner == "subprocess" and node.func.attr in _STARTERS)
+                or (owner == "os" and node.func.attr.startswith(("exec", "spawn", "posix_spawn")))):
+            continue
+        first = "?"
+        argv = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
+        if isinstance(argv, ast.List | ast.Tuple) and argv.elts:
+            head = argv.elts[0]
+            if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                first = head.value.split()[0] if head.value.split() else "?"
+            elif isinstance(head, ast.Attribute) and isinstance(head.value, ast.Name):
+                first = f"{head.value.id}.{head.attr}"
+        found.append((node.lineno, first))
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p != GIT], ids=module_name)
+def test_no_module_but_git_starts_git(path):
+    """Any other program a module starts is named here; git (or a command line built at run time,
+    which could be git) is only for store/git.py."""
+    allowed = OTHER_PROGRAMS.get(module_name(path), set())
+    bad = [f"line {line}: {first}" for line, first in _started_programs(path) if first not in allowed]
+    assert not bad, (f"{path.name} starts {bad}; git goes through memrepo/store/git.py, any other program "
+                     f"needs a line in OTHER_PROGRAMS")
+
+
+def test_the_program_check_can_fail():
+    assert {first for _line, first in _started_programs(GIT)} >= {"git"}
+    assert [first for _line, first in _started_programs(PACKAGE / "lifecycle" / "schedule.py")] == ["crontab", "crontab"]
+
+
 def test_git_module_really_runs_git():
     """The check above can fail: git.py itself is what it would flag."""
     assert any(_runs_git(n) for n in ast.walk(tree(GIT)) if isinstance(n, ast.Call))

@@ -88,9 +88,8 @@ def _dirty_paths(vault: Vault) -> set[str]:
     """Memory files that differ from HEAD in the working tree (edited, staged, new, deleted)."""
     # A reader must never take .git/index.lock: a plain 'git status' refreshes the index and
     # would make a concurrent memrepo write (or the user's own git) fail on the lock.
-    out = git.run(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                  "--", *MEMORY_ROOTS, env={"GIT_OPTIONAL_LOCKS": "0"})
-    return {rec[3:] for rec in out.split("\0") if len(rec) > 3 and is_memory_path(rec[3:])}
+    records = git.status_porcelain(vault.root, MEMORY_ROOTS, renames=False)
+    return {rec[3:] for rec in records if len(rec) > 3 and is_memory_path(rec[3:])}
 
 
 @dataclass(frozen=True)

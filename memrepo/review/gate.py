@@ -219,7 +219,7 @@ def _from_pushed_proposal(vault: Vault, entry: git.LogEntry, memory_id: str, blo
 
 def _blob_of(vault: Vault, rev: str, memory_id: str) -> str | None:
     path = vault.find_path(memory_id, rev)
-    return git.run(vault.root, "rev-parse", f"{rev}:{path}").strip() if path else None
+    return git.object_ids(vault.root, [f"{rev}:{path}"])[f"{rev}:{path}"] if path else None
 
 
 def _status_at(vault: Vault, rev: str, memory_id: str) -> str | None:

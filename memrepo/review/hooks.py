@@ -42,10 +42,10 @@ def install(root: Path, *, python: str | None = None) -> list[str]:
 def _refuse_shared_hooks_path(root: Path) -> None:
     """A ``core.hooksPath`` from the global or system config is a folder every repository uses:
     installing there would run memrepo's hook (and rename a person's own) in all of them."""
-    out = git.run(root, "config", "--show-scope", "--get", "core.hooksPath", check=False).strip()
-    if not out:
+    found = git.config_with_scope(root, "core.hooksPath")
+    if not found:
         return
-    scope, _, where = out.partition("\t")
+    scope, where = found
     if scope in ("local", "worktree"):
         return
     raise UsageError(

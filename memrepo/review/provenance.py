@@ -164,36 +164,26 @@ class Version:
 
 def fact_history(vault: Vault, subject: str, fact: str) -> list[Version]:
     """Every version of (subject, fact) that ever existed on main, oldest first."""
-    fact_lines = git.run(vault.root, "log", vault.main_ref, "--format=", "--name-only", "--no-renames",
-                         "--first-parent", "--diff-merges=first-parent",
-                         f"-G^fact: \"?{_regex_escape(fact)}\"?$", "--", *MEMORY_ROOTS)
-    ids = sorted({p.rsplit("/", 1)[-1][:-3] for p in fact_lines.splitlines() if p.endswith(".md")})
+    paths = git.log_paths(vault.root, vault.main_ref, MEMORY_ROOTS, line_regex=f"^fact: \"?{_regex_escape(fact)}\"?$")
+    ids = sorted({p.rsplit("/", 1)[-1][:-3] for p in paths if p.endswith(".md")})
     if not ids:
         return []
-    out = git.run(vault.root, "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
-                  "--first-parent", "--diff-merges=first-parent",
-                  "--format=\x1e%H\x1f%aI\x1f%s", vault.main_ref, "--", *[_file_glob(i) for i in ids])
-    versions = []
-    for record in filter(None, out.split("\x1e")):
-        head, *raw = record.strip("\n").split("\n")
-        commit, date, subject_line = head.split("\x1f")
-        for line in filter(None, raw):
-            meta, path = line.split("\t", 1)
-            sha, status = meta.split()[3], meta.split()[4][0]
-            versions.append(_version(vault, commit, date, subject_line, path, sha, status))
+    history = git.log_raw(vault.root, vault.main_ref, paths=[_file_glob(i) for i in ids], reverse=True)
+    blobs = git.read_blobs(vault.root, [c.new_sha for _entry, changes in history for c in changes if c.status != "D"])
+    versions = [_version(entry, c, blobs.get(c.new_sha)) for entry, changes in history for c in changes]
     return [v for v in versions if v is not None and (v.status is not None or v.change == "D")
             and _matches(vault, v, subject, fact)]
 
 
-def _version(vault: Vault, commit, date, message, path, sha, change) -> Version | None:
-    memory_id = path.rsplit("/", 1)[-1][:-3]
-    if change == "D":
-        return Version(memory_id, None, None, commit, date, change, message)
-    memory, _ = check_bytes(path, git.read_blob(vault.root, sha))
+def _version(entry: git.LogEntry, change: git.RawChange, data: bytes | None) -> Version | None:
+    memory_id = change.path.rsplit("/", 1)[-1][:-3]
+    if change.status == "D" or data is None:
+        return Version(memory_id, None, None, entry.commit, entry.date, "D", entry.subject)
+    memory, _ = check_bytes(change.path, data)
     if memory is None:
         return None
     m = memory.meta
-    version = Version(memory_id, m.get("status"), m.get("summary"), commit, date, change, message)
+    version = Version(memory_id, m.get("status"), m.get("summary"), entry.commit, entry.date, change.status, entry.subject)
     object.__setattr__(version, "_key", (m.get("subject"), m.get("fact")))
     return version
 

@@ -131,12 +131,15 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     if git.head_ref(vault.root) != vault.main_ref:
         return []
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
+    candidates = [(row, memory) for row, memory in rows if row.status == "active" and row.id not in via_proposal]
+    activated = _as_activated(vault, [(row, memory.blob) for row, memory in candidates])
+    candidates = [(row, memory) for row, memory in candidates if row.path not in activated]
+    befores = {row.id: catalog.with_id(row.id) for row, _memory in candidates}
+    high = _were_high(vault, [b[0].path for b in befores.values() if b and b[0].status == "active"])
     problems = []
-    for row, memory in rows:
-        if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
-            continue
-        before = catalog.with_id(row.id)
-        if before and before[0].status == "active" and _was_high(vault, before[0].path):
+    for row, memory in candidates:
+        before = befores[row.id]
+        if before and before[0].status == "active" and before[0].path in high:
             continue  # an edit of an applied high-risk memory, not a new activation
         view = Overlay(catalog, [], [r.path for r in catalog.with_id(row.id)])
         decision = risk.assess(memory.meta, view, vault.config)
@@ -151,27 +154,37 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     return problems
 
 
-def _was_high(vault: Vault, path: str) -> bool:
-    """True when the committed version at ``path`` is already high risk (it went through review)."""
-    memory, _ = check_bytes(path, git.read_blob(vault.root, f"HEAD:{path}"))
-    return memory is not None and gate.high_risk_reason(memory.meta, vault.config) is not None
+def _were_high(vault: Vault, paths: list[str]) -> set[str]:
+    """Those ``paths`` whose committed version is already high risk (it went through review)."""
+    names = {path: f"HEAD:{path}" for path in paths}
+    blobs = git.read_blobs(vault.root, names.values())
+    high = set()
+    for path, name in names.items():
+        memory, _ = check_bytes(path, blobs[name])
+        if memory is not None and gate.high_risk_reason(memory.meta, vault.config) is not None:
+            high.add(path)
+    return high
 
 
-def _as_activated(vault: Vault, row: Row, blob: str | None) -> bool:
-    """True when the staged file is, byte for byte, the activated version on its proposal branch.
+def _as_activated(vault: Vault, staged: list[tuple[Row, str | None]]) -> set[str]:
+    """Paths of staged files that are, byte for byte, the activated version on their proposal branch.
 
     ``git merge`` runs pre-merge-commit before it writes MERGE_HEAD, so a person merging a
     pushed proposal branch (``memrepo proposals push`` added the activation commit) cannot be
     recognised by the merge head; the reviewed blob on ``proposal/<id>`` (local or fetched) can.
     """
-    if not row.proposal or not blob:
-        return False
-    refs = git.run(vault.root, "for-each-ref", "--format=%(refname)", f"refs/heads/proposal/{row.proposal}",
-                   f"refs/remotes/*/proposal/{row.proposal}").split()
+    staged = [(row, blob) for row, blob in staged if row.proposal and blob]
+    if not staged:
+        return set()
+    refs = git.refs(vault.root, "refs/heads/proposal/", "refs/remotes/")
+    by_proposal: dict[str, list[str]] = {}
     for ref in refs:
-        if git.run(vault.root, "rev-parse", "-q", "--verify", f"{ref}:{row.path}", check=False).strip() == blob:
-            return True
-    return False
+        head, sep, pid = ref.partition("/proposal/")
+        if sep and (head == "refs/heads" or (head.startswith("refs/remotes/") and head.count("/") == 2)):
+            by_proposal.setdefault(pid, []).append(ref)
+    asked = {row.path: [f"{ref}:{row.path}" for ref in by_proposal.get(str(row.proposal), [])] for row, _blob in staged}
+    ids = git.object_ids(vault.root, [name for names in asked.values() for name in names])
+    return {row.path for row, blob in staged if any(ids[name] == blob for name in asked[row.path])}
 
 
 def _proposal_ids(vault: Vault, merge_head: str) -> set[str]:

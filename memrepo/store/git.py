@@ -7,6 +7,11 @@ memrepo runs git itself, and builds commits with ``git fast-import``: one proces
 blobs, the trees along the changed paths only and the commit, without reading or rewriting the
 whole index. The branch then moves with ``git update-ref NEW OLD`` (compare-and-swap), so a
 commit can never silently replace another. Nothing here rewrites history or force-pushes.
+
+This is the only module that runs git (tests/test_architecture.py holds to it): every other
+module calls a named operation below. Operations on many items (``read_blobs``, ``commits``,
+``diff_trees``, ``object_ids``, ``refs``, ``log_raw``) take them all at once and start one git
+process, so no command's git cost grows with the number of memories or proposals it touches.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run(root: Path, *args: str, input: bytes | None = None, check: bool = True,
+def _run(root: Path, *args: str, input: bytes | None = None, check: bool = True,
         env: Mapping[str, str] | None = None) -> str:
     """Run ``git -C root args``; return stdout as text; raise GitError with git's words."""
     proc = subprocess.run(["git", "-C", str(root), *args], input=input, capture_output=True,
@@ -51,29 +56,47 @@ def run(root: Path, *args: str, input: bytes | None = None, check: bool = True,
     return proc.stdout.decode("utf-8", "surrogateescape")
 
 
-def run_bytes(root: Path, *args: str, check: bool = True) -> bytes:
+def _run_bytes(root: Path, *args: str, check: bool = True) -> bytes:
     proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, env=clean_env())
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout
 
 
+def commit_all(root: Path, message: str) -> None:
+    """Stage everything in the work tree and commit it (no hooks run), as the git identity
+    (or memrepo's fallback): for a repository memrepo has just created."""
+    name, email = identity(root)
+    _run(root, "add", "-A")
+    _run(root, "commit", "-q", "--no-verify", "-m", message,
+        env={"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email})
+
+
+def config_with_scope(root: Path, key: str) -> tuple[str, str] | None:
+    """(scope, value) of a git config key as git resolves it (``local``, ``global``, ...), or None."""
+    out = _run(root, "config", "--show-scope", "--get", key, check=False).strip()
+    if not out:
+        return None
+    scope, _, value = out.partition("\t")
+    return scope, value
+
+
 def init(root: Path, *, branch: str = "main") -> None:
-    run(root, "init", "-q", "-b", branch)
+    _run(root, "init", "-q", "-b", branch)
     # Keep add/commit flat as the vault grows: a split index writes only what changed.
     for key, value in (("core.splitIndex", "true"), ("core.untrackedCache", "true"),
                        ("index.version", "4"), ("core.quotePath", "false")):
-        run(root, "config", key, value)
+        _run(root, "config", key, value)
 
 
 def rev_parse(root: Path, ref: str) -> str | None:
-    out = run(root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False).strip()
+    out = _run(root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False).strip()
     return out or None
 
 
 def head_ref(root: Path) -> str | None:
     """The symbolic ref HEAD points at (``refs/heads/main``), or None when detached."""
-    out = run(root, "symbolic-ref", "-q", "HEAD", check=False).strip()
+    out = _run(root, "symbolic-ref", "-q", "HEAD", check=False).strip()
     return out or None
 
 
@@ -89,7 +112,7 @@ def git_path(root: Path, name: str) -> Path:
     """
     if name in _OWN_FILES and (root / ".git").is_dir():
         return root / ".git" / name
-    out = run(root, "rev-parse", "--git-path", name).strip()
+    out = _run(root, "rev-parse", "--git-path", name).strip()
     p = Path(out)
     return p if p.is_absolute() else root / p
 
@@ -99,7 +122,7 @@ def identity(root: Path) -> tuple[str, str]:
     """The committer identity git would use, or memrepo's fallback when none is configured.
 
     Cached for the life of the process: one write asks for it several times."""
-    found = dict(line.split(" ", 1) for line in run(
+    found = dict(line.split(" ", 1) for line in _run(
         root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
     name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
     email = found.get("user.email", "").strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
@@ -122,7 +145,7 @@ class TreeEntry:
 
 def ls_tree(root: Path, rev: str, paths: Iterable[str] = ()) -> list[TreeEntry]:
     """Every file (recursively) of ``rev`` under ``paths``."""
-    out = run(root, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
+    out = _run(root, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
     entries = []
     for rec in filter(None, out.split("\0")):
         meta, path = rec.split("\t", 1)
@@ -143,7 +166,7 @@ def diff_tree(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) 
     """Files changed between two commits (``old`` None: everything in ``new``)."""
     if old is None:
         return [Change("A", e.path, e.sha, e.mode) for e in ls_tree(root, new, paths)]
-    out = run(root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, "--", *paths)
+    out = _run(root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, "--", *paths)
     return _parse_raw_diff(out)
 
 
@@ -152,7 +175,7 @@ def diff_index(root: Path, rev: str, *, cached: bool, paths: Iterable[str] = (),
     """Staged (``cached``) or working-tree changes against ``rev``."""
     args = ["diff-index", "-r", "-z", "--no-renames"] + (["--cached"] if cached else []) + [rev, "--", *paths]
     env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    return _parse_raw_diff(run(root, *args, env=env))
+    return _parse_raw_diff(_run(root, *args, env=env))
 
 
 def _parse_raw_diff(out: str) -> list[Change]:
@@ -198,7 +221,7 @@ class BlobReader:
 
 def read_blob(root: Path, rev_path: str) -> bytes:
     """Bytes of ``REV:path`` or of a blob id."""
-    return run_bytes(root, "cat-file", "blob", rev_path)
+    return _run_bytes(root, "cat-file", "blob", rev_path)
 
 
 def _data(payload: bytes) -> bytes:
@@ -234,7 +257,7 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
         else:
             stream.append(b"M 100644 inline " + quoted + b"\n" + _data(payload))
     stream.append(b"\nget-mark :1\ndone\n")
-    out = run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
+    out = _run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
     return out.strip().splitlines()[-1]
 
 
@@ -269,10 +292,10 @@ def update_refs(root: Path, changes: Iterable[RefChange], *, reason: str, scratc
     if faults.armed("commit-in-ref-transaction"):
         _die_inside_transaction(root, commands)
     try:
-        run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())
+        _run(root, "update-ref", "-m", reason, "--stdin", input=commands.encode())
     except GitError as e:
         if scratch:
-            run(root, "update-ref", "-d", scratch, check=False)
+            _run(root, "update-ref", "-d", scratch, check=False)
         raise _ref_error(e, changes) from None
 
 
@@ -321,14 +344,8 @@ def common_dir(root: Path) -> Path:
     """Where refs live (the main repository's git directory, also from a linked worktree)."""
     if (root / ".git").is_dir():
         return root / ".git"
-    out = Path(run(root, "rev-parse", "--git-common-dir").strip())
+    out = Path(_run(root, "rev-parse", "--git-common-dir").strip())
     return out if out.is_absolute() else root / out
-
-
-def ref_tips(root: Path, pattern: str) -> list[tuple[str, str]]:
-    """(ref name, commit) of every ref under ``pattern`` (e.g. ``refs/heads/proposal/``)."""
-    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
-    return [tuple(line.split("\t")) for line in out.splitlines() if line]  # type: ignore[misc]
 
 
 def _quote(path: str) -> bytes:
@@ -348,7 +365,7 @@ def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> Non
         return
     for attempt in range(attempts):
         try:
-            run(root, "update-index", "--add", "--remove", "-z", "--stdin", input=payload + b"\0")
+            _run(root, "update-index", "--add", "--remove", "-z", "--stdin", input=payload + b"\0")
             return
         except GitError as e:
             if "index.lock" not in str(e) or attempt == attempts - 1:
@@ -370,7 +387,7 @@ _LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%s%x1f%b%x1e"
 
 
 def log(root: Path, rev: str, *, paths: Iterable[str] = (), extra: Iterable[str] = ()) -> list[LogEntry]:
-    out = run(root, "log", f"--format={_LOG_FORMAT}", *extra, rev, "--", *paths)
+    out = _run(root, "log", f"--format={_LOG_FORMAT}", *extra, rev, "--", *paths)
     return list(_parse_log(out))
 
 
@@ -381,6 +398,15 @@ def _parse_log(out: str) -> Iterator[LogEntry]:
             continue
         commit, parents, author, date, subject, body = rec.split("\x1f")
         yield LogEntry(commit, tuple(parents.split()), author, date, subject, body.strip())
+
+
+def log_paths(root: Path, rev: str, paths: Iterable[str], *, line_regex: str | None = None) -> list[str]:
+    """Paths under ``paths`` changed on ``rev``'s main line (first parents), one per change,
+    newest first; with ``line_regex``, only changes that add or remove a matching line."""
+    grep = [f"-G{line_regex}"] if line_regex else []
+    out = _run(root, "log", rev, "--format=", "--name-only", "--no-renames", "--first-parent",
+              "--diff-merges=first-parent", *grep, "--", *paths)
+    return [p for p in out.splitlines() if p]
 
 
 @dataclass(frozen=True)
@@ -396,7 +422,7 @@ def log_raw(root: Path, rev: str, *, paths: Iterable[str], reverse: bool = False
     ``paths``, each commit with the blob ids before and after of every file it changed."""
     args = ["log", "--first-parent", "--diff-merges=first-parent", "--raw", "--no-renames", "--no-abbrev",
             "--format=\x1e" + _LOG_FORMAT.replace("%x1e", "\x1d")] + (["--reverse"] if reverse else [])
-    out = run(root, *args, rev, "--", *paths)
+    out = _run(root, *args, rev, "--", *paths)
     result = []
     for record in filter(None, out.split("\x1e")):
         head, _, raw = record.partition("\x1d")
@@ -410,33 +436,36 @@ def log_raw(root: Path, rev: str, *, paths: Iterable[str], reverse: bool = False
     return result
 
 
-def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000) -> list[str]:
-    """``git status`` records for ``paths`` (any number: asked in chunks, as argv is limited)."""
+def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000, renames: bool = True) -> list[str]:
+    """``git status`` records for ``paths`` (any number: asked in chunks, as argv is limited).
+
+    Never takes ``index.lock`` (GIT_OPTIONAL_LOCKS=0): a reader must not make a concurrent
+    writer fail on the lock. Without ``renames``, a rename is a deletion and an addition."""
     paths = list(paths)
-    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--"]
+    args = ["status", "--porcelain=v1", "-z", "--untracked-files=all", *([] if renames else ["--no-renames"]), "--"]
     batches = [paths[i:i + chunk] for i in range(0, len(paths), chunk)] or [[]]
-    out = "".join(run(root, *args, *batch, env={"GIT_OPTIONAL_LOCKS": "0"}) for batch in batches)
+    out = "".join(_run(root, *args, *batch, env={"GIT_OPTIONAL_LOCKS": "0"}) for batch in batches)
     return [r for r in out.split("\0") if r]
 
 
 def exists(root: Path, rev_path: str) -> bool:
     """True when ``REV:path`` names an object."""
-    return bool(run(root, "rev-parse", "-q", "--verify", rev_path, check=False).strip())
+    return bool(_run(root, "rev-parse", "-q", "--verify", rev_path, check=False).strip())
 
 
 def grep_files(root: Path, rev: str, pattern: str, paths: Iterable[str]) -> list[str]:
     """Paths (in ``rev``) of files under ``paths`` with a line matching the extended regex."""
-    out = run(root, "grep", "-l", "-z", "-E", "-e", pattern, rev, "--", *paths, check=False)
+    out = _run(root, "grep", "-l", "-z", "-E", "-e", pattern, rev, "--", *paths, check=False)
     return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
 
 
 def remotes(root: Path) -> list[str]:
-    return run(root, "remote").split()
+    return _run(root, "remote").split()
 
 
 def fetch(root: Path, remote: str, refspecs: Iterable[str]) -> None:
     """Fetch ``refspecs`` from ``remote`` (remote-tracking refs only move; nothing is pushed)."""
-    run(root, "fetch", "--quiet", "--no-tags", remote, *refspecs)
+    _run(root, "fetch", "--quiet", "--no-tags", remote, *refspecs)
 
 
 def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
@@ -459,11 +488,11 @@ def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
 
 def push_branch(root: Path, remote: str, branch: str) -> None:
     """Push ``branch`` to the branch of the same name on ``remote`` (never forced)."""
-    run(root, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    _run(root, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
 
 
 def merge_base(root: Path, a: str, b: str) -> str | None:
-    return run(root, "merge-base", a, b, check=False).strip() or None
+    return _run(root, "merge-base", a, b, check=False).strip() or None
 
 
 def is_ancestor(root: Path, a: str, b: str) -> bool:
@@ -474,7 +503,7 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
 
 def refs(root: Path, *patterns: str) -> dict[str, str]:
     """ref -> commit for every ref matching any of ``patterns`` (for-each-ref patterns), in one call."""
-    out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", *patterns)
+    out = _run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", *patterns)
     return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
 
 
@@ -483,7 +512,7 @@ def commits(root: Path, shas: Iterable[str]) -> dict[str, LogEntry]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = run(root, "log", "--no-walk=unsorted", "--stdin", f"--format={_LOG_FORMAT}",
+    out = _run(root, "log", "--no-walk=unsorted", "--stdin", f"--format={_LOG_FORMAT}",
               input=("\n".join(wanted) + "\n").encode())
     return {e.commit: e for e in _parse_log(out)}
 
@@ -497,7 +526,7 @@ def diff_trees(root: Path, pairs: Iterable[tuple[str | None, str]],
     asked = [(old, new) for old, new in pairs if old is not None]
     if not asked:
         return found
-    out = run(root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--", *paths,
+    out = _run(root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--", *paths,
               input="".join(f"{new} {old}\n" for old, new in asked).encode())
     parts, i, n = out.split("\0"), 0, -1
     current: list[Change] = []
@@ -521,19 +550,19 @@ def object_ids(root: Path, names: Iterable[str]) -> dict[str, str | None]:
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return {}
-    out = run(root, "cat-file", "--batch-check=%(objectname)", input=("\n".join(wanted) + "\n").encode())
+    out = _run(root, "cat-file", "--batch-check=%(objectname)", input=("\n".join(wanted) + "\n").encode())
     lines = out.split("\n")
     return {name: (line if len(line) == 40 and " " not in line else None) for name, line in zip(wanted, lines)}
 
 
 def merge_commit_of(root: Path, commit: str, rev: str) -> str | None:
     """The first merge on ``rev``'s first-parent line that brought ``commit`` in."""
-    out = run(root, "rev-list", "--first-parent", "--merges", "--reverse", "--ancestry-path", f"{commit}..{rev}", check=False)
+    out = _run(root, "rev-list", "--first-parent", "--merges", "--reverse", "--ancestry-path", f"{commit}..{rev}", check=False)
     return next(iter(out.split()), None)
 
 
 def set_config(root: Path, key: str, value: str) -> None:
-    run(root, "config", key, value)
+    _run(root, "config", key, value)
 
 
 def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
@@ -542,7 +571,7 @@ def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
+    out = _run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
     found, pos = {}, 0
     for sha in wanted:
         end = out.index(b"\n", pos)
@@ -555,7 +584,7 @@ def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
     return found
 
 
-def run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
+def _run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
     proc = subprocess.run(["git", "-C", str(root), *args], input=payload, capture_output=True, env=clean_env())
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")

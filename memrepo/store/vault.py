@@ -96,11 +96,7 @@ class Vault:
         shutil.copytree(resource("template-vault"), root, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
         git.init(root)
-        git.run(root, "add", "-A")
-        name, email = git.identity(root)
-        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
-        git.run(root, "commit", "-q", "--no-verify", "-m", "memrepo: create vault", env=env)
+        git.commit_all(root, "memrepo: create vault")
         return cls(root)
 
     @property
