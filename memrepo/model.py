@@ -57,26 +57,30 @@ def normalise_timestamp(value: Any) -> Any:
     return value
 
 
-def aware_time(text: object) -> dt.datetime | None:
-    """An aware datetime from ISO-8601 text (``Z`` allowed), or None: unreadable or naive
-    times are refused rather than guessed."""
+def parse_time(text: object, *, naive_as_utc: bool) -> dt.datetime | None:
+    """The one ISO-8601 reader: an aware datetime from text (``Z`` allowed; a date is its
+    midnight), or None when it cannot be read. A time without a zone is taken as UTC with
+    ``naive_as_utc``, else refused (None) rather than guessed."""
     try:
         when = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    return when if when.tzinfo is not None else None
+    if when.tzinfo is None:
+        return when.replace(tzinfo=dt.UTC) if naive_as_utc else None
+    return when
+
+
+def aware_time(text: object) -> dt.datetime | None:
+    """An aware datetime from ISO-8601 text (``Z`` allowed), or None: unreadable or naive
+    times are refused rather than guessed."""
+    return parse_time(text, naive_as_utc=False)
 
 
 def epoch_seconds(text: str | None) -> float | None:
     """Seconds since the epoch of ISO-8601 text (a date or a naive time is taken as UTC),
     or None when there is none or it cannot be read."""
-    if not text:
-        return None
-    try:
-        when = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+    when = parse_time(text, naive_as_utc=True) if text else None
+    return when.timestamp() if when else None
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...] | None = None) -> Any:
@@ -117,8 +121,11 @@ def parse_when(name: str, value: Any) -> dt.datetime | None:
 
 
 def parse_timestamp(value: str) -> dt.datetime:
-    parsed = dt.datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    """An ISO-8601 time (naive: UTC); ValueError when it cannot be read."""
+    parsed = parse_time(value, naive_as_utc=True)
+    if parsed is None:
+        raise ValueError(f"{value!r} is not an ISO-8601 date-time")
+    return parsed
 
 
 def canonical_path(meta: Mapping[str, Any]) -> str:

@@ -181,7 +181,41 @@ def test_only_vectors_and_embed_import_numpy():
 
 
 def test_only_sqlite_owners_import_sqlite():
-    assert owners("sqlite3") <= {"memrepo.store.catalog", "memrepo.store.sqlite", "memrepo.retrieval.stats"}
+    """store/sqlite opens every SQLite file (and applies its damage policy); catalog and stats
+    keep their schemas."""
+    assert owners("sqlite3") == {"memrepo.store.catalog", "memrepo.store.sqlite", "memrepo.retrieval.stats"}
+    opened = {module_name(p) for p in MODULES if _calls(p, "connect", "sqlite3")}
+    assert opened == {"memrepo.store.sqlite"}, opened
+
+
+def _calls(path: Path, attr: str, owner: str | None = None) -> list[int]:
+    """Lines calling ``X.attr`` (``owner.attr`` when given, matching a name or an attribute)."""
+    found = []
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr:
+            value = node.func.value
+            name = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else None
+            if owner is None or name == owner:
+                found.append(node.lineno)
+    return found
+
+
+def test_one_flock_retry_loop():
+    """store/lock.locked is the one wait-and-retry loop (the vault, the index and the vectors use it)."""
+    assert owners("fcntl") == {"memrepo.store.lock"}
+
+
+def test_one_atomic_file_write():
+    """store/files.atomic_write writes every file that must never be seen half-written; the
+    embedding model's folder is moved into place whole."""
+    replacing = {module_name(p) for p in MODULES if _calls(p, "replace", "os") or _calls(p, "mkstemp")}
+    assert replacing == {"memrepo.store.files", "memrepo.retrieval.embed"}, replacing
+
+
+def test_one_iso_timestamp_reader():
+    """model.parse_time reads every ISO-8601 date-time (dates alone are read where they are)."""
+    readers = {module_name(p) for p in MODULES if _calls(p, "fromisoformat", "datetime")}
+    assert readers == {"memrepo.model"}, readers
 
 
 def _runs_git(node: ast.Call) -> bool:

@@ -17,7 +17,6 @@ old or the new index. Incremental updates use Whoosh's own atomic segment commit
 """
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
 import os
@@ -43,6 +42,8 @@ from memrepo.retrieval.ranking import (
     weighting,
 )
 from memrepo.store import faults
+from memrepo.store.files import atomic_write
+from memrepo.store.lock import locked
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.stats import Stats
@@ -120,23 +121,10 @@ class MemoryIndex:
                       json.dumps({"format": FORMAT, "commit": commit}))
 
     # ---- writing -------------------------------------------------------------------
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
+    def _lock(self):
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / "write.lock", "a+") as fh:
-            deadline = time.monotonic() + WRITE_TIMEOUT_S
-            while True:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise IndexBusy(f"index {self.dir} is locked by another writer") from None
-                    time.sleep(0.02)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return locked(self.dir / "write.lock", timeout=WRITE_TIMEOUT_S,
+                      busy=lambda: IndexBusy(f"index {self.dir} is locked by another writer"))
 
     def rebuild(self, docs: Iterable[IndexDoc], *, commit: str | None,
                 progress: Callable[[int], None] | None = None, procs: int = 2) -> int:
@@ -312,8 +300,6 @@ def _remove_gen(root: Path, gen: str) -> None:
 
 
 def _atomic_write(path: Path, data: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, data.encode("utf-8"))
 
 

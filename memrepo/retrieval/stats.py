@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memrepo import text
 from memrepo.model import epoch_seconds
+from memrepo.store.sqlite import open_db
 
 RECALL_WEIGHT = 0.2
 USEFUL_WEIGHT = 1.0
@@ -55,6 +56,19 @@ def _ts(now: datetime | None) -> float:
     return (now or datetime.now(UTC)).timestamp()
 
 
+def _prepare(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise sqlite3.DatabaseError(f"schema version {version} is newer than this memrepo "
+                                    f"({SCHEMA_VERSION}); upgrade memrepo")
+    if version < SCHEMA_VERSION:
+        with db:
+            for step in MIGRATIONS[version:]:
+                db.executescript(step)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    db.execute("SELECT count(*) FROM recall").fetchone()
+
+
 class Stats:
     """Recall log and derived heat / stopwords in one SQLite file (created on first use)."""
 
@@ -66,40 +80,14 @@ class Stats:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self._db = self._connect()
-            except sqlite3.DatabaseError as e:
-                # The recall history and useful marks exist nowhere else: a damaged file is
-                # kept aside for a person to rescue, never deleted, and searches carry on.
-                kept = self.path.with_name(f"{self.path.name}.damaged-{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}")
-                for suffix in ("", "-wal", "-shm"):
-                    source = Path(f"{self.path}{suffix}")
-                    if source.exists():
-                        source.replace(Path(f"{kept}{suffix}"))
-                self.notice = (f"recall statistics in {self.path.name} could not be read ({e}); the file was "
-                               f"kept as {kept.name} and statistics start afresh")
-                self._db = self._connect()
+            # The recall history and useful marks exist nowhere else: a damaged file is
+            # kept aside for a person to rescue, never deleted, and searches carry on.
+            opened = open_db(self.path, _prepare, damaged="keep", timeout=10.0)
+            if opened.kept is not None:
+                self.notice = (f"recall statistics in {self.path.name} could not be read ({opened.error}); the file was "
+                               f"kept as {opened.kept.name} and statistics start afresh")
+            self._db = opened.db
         return self._db
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10.0)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"schema version {version} is newer than this memrepo "
-                                            f"({SCHEMA_VERSION}); upgrade memrepo")
-            if version < SCHEMA_VERSION:
-                with db:
-                    for step in MIGRATIONS[version:]:
-                        db.executescript(step)
-                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("SELECT count(*) FROM recall").fetchone()
-        except sqlite3.DatabaseError:
-            db.close()
-            raise
-        return db
 
     def close(self) -> None:
         if self._db is not None:

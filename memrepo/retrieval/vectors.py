@@ -20,19 +20,17 @@ Vectors of another model or model version are thrown away and rebuilt.
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
-import os
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from memrepo.retrieval import embed
+from memrepo.store.files import atomic_write
+from memrepo.store.lock import is_locked, locked
 
 FORMAT = 1
 COMPACT_AT = 2000          # delta lines before a new snapshot is written
@@ -65,9 +63,7 @@ def _unit(rows) -> np.ndarray:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, data)
 
 
 class Snapshot:
@@ -222,33 +218,12 @@ class VectorStore:
 
     def building(self) -> bool:
         """True while another process holds the write lock (a build is under way)."""
-        if not (self.dir / "write.lock").exists():
-            return False
-        with open(self.dir / "write.lock", "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+        return is_locked(self.dir / "write.lock")
 
-    @contextmanager
-    def lock(self, wait: float = LOCK_WAIT_S) -> Iterator[None]:
+    def lock(self, wait: float = LOCK_WAIT_S):
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / "write.lock", "a+") as fh:
-            deadline = time.monotonic() + wait
-            while True:
-                try:
-                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise VectorsBusy(f"vectors in {self.dir} are being written by another process") from None
-                    time.sleep(0.02)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        return locked(self.dir / "write.lock", timeout=wait,
+                      busy=lambda: VectorsBusy(f"vectors in {self.dir} are being written by another process"))
 
     # ---- reading -------------------------------------------------------------------
     def load(self) -> Snapshot:

@@ -15,6 +15,7 @@ from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, Memory
 from memrepo.store import document, git
 from memrepo.store.checks import Row
+from memrepo.store.sqlite import open_db
 
 _COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
             "risk", "source", "proposal")
@@ -42,21 +43,14 @@ class Catalog:
         self.db = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-            if self._get(db, "version") not in (None, VERSION):
-                raise sqlite3.DatabaseError("old catalog version")
-            return db
-        except sqlite3.DatabaseError:
-            # Derived state: a damaged or outdated catalog is dropped and rebuilt from git.
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(self.db_path) + suffix).unlink(missing_ok=True)
-            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-            return db
+        # Derived state: a damaged or outdated catalog is dropped and rebuilt from git.
+        return open_db(self.db_path, self._prepare, damaged="rebuild", timeout=30, isolation_level=None).db
+
+    @classmethod
+    def _prepare(cls, db: sqlite3.Connection) -> None:
+        db.executescript(_SCHEMA)
+        if cls._get(db, "version") not in (None, VERSION):
+            raise sqlite3.DatabaseError("old catalog version")
 
     @staticmethod
     def _get(db: sqlite3.Connection, key: str) -> str | None:

@@ -11,7 +11,7 @@ import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from memrepo.errors import Busy
 
@@ -19,8 +19,11 @@ DEFAULT_TIMEOUT = float(os.environ.get("MEMREPO_LOCK_TIMEOUT", "30"))
 
 
 @contextmanager
-def locked(path: Path, *, timeout: float | None = None, what: str = "the vault") -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` for the block; raise Busy after ``timeout`` s."""
+def locked(path: Path, *, timeout: float | None = None, what: str = "the vault",
+           busy: Callable[[], Exception] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the block; after ``timeout`` s raise ``busy()``
+    (default: Busy naming ``what``). The one wait-and-retry loop for every lock memrepo takes:
+    the vault's, the search index's and the vectors' writers."""
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -33,6 +36,8 @@ def locked(path: Path, *, timeout: float | None = None, what: str = "the vault")
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
+                    if busy is not None:
+                        raise busy() from None
                     raise Busy(f"{what} is busy: another memrepo process is writing "
                                f"(lock {path}); retry in a moment") from None
                 time.sleep(delay)

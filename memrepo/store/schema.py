@@ -7,24 +7,18 @@ checked by our own function because jsonschema skips it silently without an extr
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 from functools import lru_cache
 from typing import Any
 
 from memrepo.errors import Problem
+from memrepo.model import aware_time
 from memrepo.resources import schema_path
 
 
 def is_timestamp(value: object) -> bool:
     """True for an ISO-8601 date-time string with a time zone."""
-    if not isinstance(value, str) or "T" not in value:
-        return False
-    try:
-        parsed = dt.datetime.fromisoformat(value)
-    except ValueError:
-        return False
-    return parsed.tzinfo is not None
+    return isinstance(value, str) and "T" in value and value == value.strip() and aware_time(value) is not None
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageErr
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import faults, git
+from memrepo.store.files import atomic_write  # noqa: F401  (callers import it from here too)
 from memrepo.store.lock import locked
 
 if TYPE_CHECKING:
@@ -459,22 +459,6 @@ class Vault:
 def recover(vault: Vault) -> bool:
     """Finish a write a killed memrepo process left; True when there was one."""
     return vault.recover_if_interrupted()
-
-
-def atomic_write(target: Path, payload: bytes) -> None:
-    """Write via a temp file and ``os.replace``: readers see the old file or the new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink():
-        raise Conflict(f"{target} is a symlink; memrepo never writes through links")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _remove_stale_locks(locks: list, since: float) -> None:
