@@ -68,8 +68,11 @@ def new_proposal_id(memories: list[Memory]) -> str:
 
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
-           deletes: Iterable[Memory] = (), affected: Iterable[str] = ()) -> Proposal:
-    """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock)."""
+           deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False) -> Proposal:
+    """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock).
+
+    ``checked``: the caller has already checked each memory on its own and its id against
+    the vault (``add`` and ``import`` do, before routing), so they are not checked twice."""
     deletes = list(deletes)
     base = vault.head()
     pid = proposal_id or new_proposal_id(memories)
@@ -77,7 +80,8 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
     if git.rev_parse(vault.root, f"refs/heads/{branch}") or _closed_ref(vault, pid):
         raise Conflict(f"a proposal {pid} already exists; see 'memrepo proposals --all'")
     memories = [m.evolve(proposal=pid, rollback_point=base) for m in memories]
-    _check_proposed(vault, memories)
+    if not checked:
+        _check_proposed(vault, memories)
     card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
     ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
     first = (memories or deletes)[0]
@@ -131,8 +135,7 @@ def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str 
                   f"  Risk: {meta.get('risk', 'high')}: {reason}",
                   f"1. Triggered by: {meta.get('author', 'unknown')} (source: {meta.get('source')}"
                   + (f", session {meta['session']}" if meta.get("session") else "") + ")",
-                  f"2. Supersedes: {_superseded_line(vault, m)}",
-                  *_current_value_lines(vault, m),
+                  *_supersedes_lines(vault, m),
                   "3. Evidence: " + ("; ".join(meta.get("evidence", ())) or "none given"),
                   "4. Affects: " + ("; ".join([*meta.get("affects", ()), *(f"cited by {a}" for a in affected)])
                                     or _default_affects(meta)),
@@ -142,27 +145,18 @@ def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str 
     return "\n".join(lines)
 
 
-def _superseded_line(vault: Vault, memory: Memory) -> str:
+def _supersedes_lines(vault: Vault, memory: Memory) -> list[str]:
+    """What the memory replaces, and both sides of the conflict: who holds the value being
+    replaced and on what evidence."""
     target = memory.meta.get("supersedes")
     if not target:
-        return "nothing (no active memory for this fact)"
+        return ["2. Supersedes: nothing (no active memory for this fact)"]
     try:
         old = vault.get(target)
     except NotFound:
-        return f"{target} (not found on main)"
-    return f"{old.id} (active): {old.meta.get('summary')}"
-
-
-def _current_value_lines(vault: Vault, memory: Memory) -> list[str]:
-    """Both sides of a conflict: who holds the value being replaced and on what evidence."""
-    target = memory.meta.get("supersedes")
-    if not target:
-        return []
-    try:
-        old = vault.get(target)
-    except NotFound:
-        return []
-    return [f"   Current value: {old.meta.get('summary')!r} by {old.meta.get('author', 'unknown')}"
+        return [f"2. Supersedes: {target} (not found on main)"]
+    return [f"2. Supersedes: {old.id} (active): {old.meta.get('summary')}",
+            f"   Current value: {old.meta.get('summary')!r} by {old.meta.get('author', 'unknown')}"
             f" (evidence: {'; '.join(old.meta.get('evidence', ())) or 'none given'})",
             f"   Proposed value: {memory.meta.get('summary')!r} by {memory.meta.get('author', 'unknown')}"
             f" (evidence: {'; '.join(memory.meta.get('evidence', ())) or 'none given'})"]

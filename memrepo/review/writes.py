@@ -123,7 +123,7 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
         from memrepo.review import proposals
         _check_alone(vault, memory)
         faults.point("add-checked")
-        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote)
+        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True)
         return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                            decision.level, decision.reason, memory.supersedes)
     writes = [memory] + _superseded(vault, decision.supersedes, memory)
@@ -269,7 +269,8 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
             return ImportResult(0, None, None, tuple(problems))
         if propose:
             pending = [m.evolve(status="pending_review") if m.meta["status"] == "active" else m for m in good]
-            proposal = proposals.create(vault, pending, reason=f"bulk import of {len(good)} memories from {Path(path).name}")
+            proposal = proposals.create(vault, pending, reason=f"bulk import of {len(good)} memories from {Path(path).name}",
+                                        checked=True)
             return ImportResult(len(good), None, proposal.id, tuple(problems))
         faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
