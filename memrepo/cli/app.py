@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -759,6 +760,22 @@ def _stdin_text() -> str:
         raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
+@contextmanager
+def _private_vaults(vault):
+    """The acting agent's private vault (as a list: none without --agent or before its first
+    private write), read together with the shared one and closed afterwards."""
+    if not state.agent:
+        yield []
+        return
+    from memrepo.team import scopes
+    found = scopes.visible_vaults(vault, state.agent)[1:]
+    try:
+        yield found
+    finally:
+        for private in found:
+            private.close()
+
+
 def _hook_safe(fn):
     """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
     runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
@@ -788,8 +805,8 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
             query, sess = payload["prompt"], session or payload["session_id"]
         elif query is None:
             query = _stdin_text()
-        with _vault() as vault:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
     result = _hook_safe(run) if hook else run()
     if as_json:
         _out(result.as_dict(), True)
@@ -807,8 +824,8 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
     def run():
         if hook:
             hook_payload(_stdin_text())
-        with _vault() as vault:
-            return svc.context(vault, budget=budget, subject=subject)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.context(vault, budget=budget, subject=subject, also=also)
     packed = _hook_safe(run) if hook else run()
     if as_json:
         _out({"memories": list(packed.memories), "chars": packed.chars}, True)
