@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -152,6 +153,7 @@ def examples_epilog(path: str) -> str | None:
 # An option whose parameter has one of these names is checked, in every command: enum values
 # against the schema (with "did you mean"), dates as a date or a date-time with a zone.
 ENUM_PARAMS = ("layer", "kind", "status", "source")
+OTHER_CHOICES = {"intent": "INTENTS", "mode": "MERGE_MODES"}  # option values that are not schema fields
 DATE_PARAMS = ("since", "until", "expires", "now")
 
 
@@ -161,6 +163,9 @@ def strict_options(command) -> None:
     for param in command.params:
         if param.name in ENUM_PARAMS:
             check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
+        elif param.name in OTHER_CHOICES:
+            check = (lambda name, choices: lambda value: model.check_choice(name, value, choices))(
+                param.name, getattr(model, OTHER_CHOICES[param.name]))
         elif param.name in DATE_PARAMS:
             check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
         else:
@@ -351,7 +356,7 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        report = v.validate_vault(vault) if not paths else None
+        report = v.validate_vault(vault, progress=_progress("validate")) if not paths else None
         problems = report.problems if report else v.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:
@@ -517,6 +522,8 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
            include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
            advanced: bool = typer.Option(False, "--advanced", help="Treat QUERY as Whoosh query syntax."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess from the query: "
+                                                "fact (exact keys lead), general, howto (broader text) or history (versions over time)."),
            queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL batch: one {query, qid?, filters...} per line."),
            session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
@@ -540,7 +547,7 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
         if query is None:
             raise typer.BadParameter("give a QUERY or --queries FILE")
         filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
-                       deep=deep, history=include_history, advanced=advanced)
+                       deep=deep, history=include_history, advanced=advanced, intent=intent)
         if state.agent:
             from memrepo.team import scopes
             result, report = scopes.search(vault, query, agent=state.agent, session=session,
@@ -602,7 +609,8 @@ def distill(now: Optional[str] = NowOpt,
     """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
     from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain,
+                                     progress=_progress("distill"))
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
@@ -626,7 +634,7 @@ def decay(now: Optional[str] = NowOpt,
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = decay_run.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run, progress=_progress("decay"))
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -753,6 +761,22 @@ def _stdin_text() -> str:
         raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
+@contextmanager
+def _private_vaults(vault):
+    """The acting agent's private vault (as a list: none without --agent or before its first
+    private write), read together with the shared one and closed afterwards."""
+    if not state.agent:
+        yield []
+        return
+    from memrepo.team import scopes
+    found = scopes.visible_vaults(vault, state.agent)[1:]
+    try:
+        yield found
+    finally:
+        for private in found:
+            private.close()
+
+
 def _hook_safe(fn):
     """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
     runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
@@ -769,6 +793,7 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
            budget: int = BudgetOpt,
            session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
            subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess: fact, general, howto or history."),
            hook: bool = HookOpt, as_json: bool = JsonOpt):
     """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
     from memrepo.agents import recall as svc
@@ -781,8 +806,8 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
             query, sess = payload["prompt"], session or payload["session_id"]
         elif query is None:
             query = _stdin_text()
-        with _vault() as vault:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
     result = _hook_safe(run) if hook else run()
     if as_json:
         _out(result.as_dict(), True)
@@ -800,8 +825,8 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
     def run():
         if hook:
             hook_payload(_stdin_text())
-        with _vault() as vault:
-            return svc.context(vault, budget=budget, subject=subject)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.context(vault, budget=budget, subject=subject, also=also)
     packed = _hook_safe(run) if hook else run()
     if as_json:
         _out({"memories": list(packed.memories), "chars": packed.chars}, True)
