@@ -184,7 +184,8 @@ def _reinforce(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
     weight = round(min(1.0, float(current.meta.get("weight") or 0.5) + step), 4)
     evidence = list(dict.fromkeys([*current.meta.get("evidence", ()), *proposed.meta.get("evidence", ())]))
     cites = list(dict.fromkeys([*current.meta.get("cites", ()), *proposed.meta.get("cites", ())]))
-    record = [*current.meta.get("reinforced_by", ()), f"{agent} {now}"]
+    # The same agent twice within one second: one record (the schema wants unique items).
+    record = list(dict.fromkeys([*current.meta.get("reinforced_by", ()), f"{agent} {now}"]))
     updated = current.evolve(weight=weight, evidence=evidence or None, cites=cites or None,
                              reinforced_by=record, updated=now)
     vault.check_new([updated])
