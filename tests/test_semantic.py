@@ -188,3 +188,12 @@ def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypa
     assert fresh.count() == 5 and fresh.vector("m0") is None and not fresh.delta
     assert fresh.top(enc.query(PAIRS[5][2]), 1)[0][0] == "m5"
     assert [p.name for p in (tmp_path / "vectors").glob("snap-*")] and not list((tmp_path / "vectors").glob(f"{first}.*"))
+
+
+def test_a_hybrid_score_is_the_best_hits_own_match(bilingual):
+    same, _ = search.search(bilingual, "golden retriever puppy Max")
+    other, _ = search.search(bilingual, "我们家去年春天领养的小狗叫什么名字？")
+    assert same.hits[0].id == other.hits[0].id == "mem_dog"
+    # every word found and a close meaning vs. no shared word and a translation's cosine
+    assert same.hits[0].score > 0.8 and 0.1 < other.hits[0].score < 0.5
+    assert other.hits[0].keyword_score == 0.0 and other.hits[0].semantic_score > 0.35
