@@ -213,3 +213,14 @@ def test_a_hybrid_score_is_the_best_hits_own_match(bilingual):
     # every word found and a close meaning vs. no shared word and a translation's cosine
     assert same.hits[0].score > 0.8 and 0.1 < other.hits[0].score < 0.5
     assert other.hits[0].keyword_score == 0.0 and other.hits[0].semantic_score > 0.35
+
+
+def test_a_bulk_encoding_on_two_processes_gives_the_same_vectors(semantic, monkeypatch):
+    monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
+    monkeypatch.setattr(embed, "CHUNK", 3)
+    texts = [text for _, text, question in PAIRS for text in (text, question)]
+    serial = [row.tolist() for batch in embed.Encoder(embed.user_cache_dir()).batches(texts) for row in batch]
+    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    seen = []
+    parallel = [row.tolist() for batch in embed.Encoder(embed.user_cache_dir()).batches(texts, progress=seen.append) for row in batch]
+    assert parallel == serial and seen == [3, 6, 9, 12]

@@ -26,6 +26,8 @@ DIM = 512
 EMBED_CHARS = 2000   # a memory's text beyond this adds little and costs time (the n-gram CNN is linear in tokens)
 BATCH = 64
 BULK = 256           # from this many texts the tokenizer's vocabulary is loaded as a dict
+PARALLEL_MIN = 2000  # from this many texts every core encodes (one process each)
+CHUNK = 500          # texts per task of a parallel encoding
 CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written beside an old one)
 
 
@@ -81,9 +83,15 @@ class Encoder:
         return self._model
 
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
-        """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them)."""
-        model = self._load()
+        """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
+        From ``PARALLEL_MIN`` texts on, every core encodes (one process each, see
+        :func:`workers`) and the arrays come ``CHUNK`` texts at a time, in order."""
         texts = list(texts)
+        n = workers()
+        if n > 1 and len(texts) >= PARALLEL_MIN:
+            yield from self._parallel(texts, n, progress)
+            return
+        model = self._load()
         if len(texts) >= BULK:
             _full_vocabulary(model)
         for start in range(0, len(texts), BATCH):
@@ -91,12 +99,53 @@ class Encoder:
             if progress:
                 progress(min(start + BATCH, len(texts)))
 
+    def _parallel(self, texts: list[str], n: int, progress: Callable[[int], None] | None) -> Iterator:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        chunks = [texts[i:i + CHUNK] for i in range(0, len(texts), CHUNK)]
+        # spawn, not fork: the parent may hold threads (the MCP server, OpenBLAS)
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                                 initargs=(None if self.cache_dir is None else str(self.cache_dir),)) as pool:
+            done = 0
+            for array in pool.map(_worker_encode, chunks):
+                done += len(array)
+                yield array
+                if progress:
+                    progress(done)
+
     def query(self, text: str):
         """The model's vector of one query (one row)."""
         return self._load().encode([text[:EMBED_CHARS] or " "])[0]
 
 
 _SHARED: dict[Path | None, Encoder] = {}
+_WORKER: Encoder | None = None
+WORKERS_ENV = "MEMREPO_ENCODE_WORKERS"
+
+
+def workers() -> int:
+    """Processes for a bulk encoding: the cores this process may use (at most 8), or
+    ``MEMREPO_ENCODE_WORKERS``; one core encodes ≈ 60-140 memories per second."""
+    import os
+    value = os.environ.get(WORKERS_ENV, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def _worker_start(cache_dir: str | None) -> None:
+    global _WORKER
+    _WORKER = Encoder(Path(cache_dir) if cache_dir else None)
+    _full_vocabulary(_WORKER._load())
+
+
+def _worker_encode(texts: list[str]):
+    assert _WORKER is not None
+    return _WORKER._load().encode(texts)
 
 
 def user_cache_dir() -> Path:
