@@ -216,6 +216,23 @@ def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Propos
     return sorted(found, key=lambda p: (p.created, p.id))
 
 
+def open_ids(vault: Vault) -> dict[str, str]:
+    """Memory id -> open proposal id, for every memory an open proposal carries: one git call
+    (the ids are in the tip's trailers), plus one for a branch whose tip lacks them."""
+    found: dict[str, str] = {}
+    prefix = "refs/heads/" + BRANCH_PREFIX
+    for ref, message in git.ref_messages(vault.root, prefix).items():
+        t = trailers(message)
+        if not t.get("Memrepo-Ids"):
+            try:
+                t = _proposal_commit(vault, ref)[1]
+            except InvalidMemory:
+                continue  # not a memrepo proposal: nothing it carries was announced
+        for memory_id in filter(None, t.get("Memrepo-Ids", "").split(",")):
+            found.setdefault(memory_id, ref.removeprefix(prefix))
+    return found
+
+
 def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
     """Commits on main that undid another commit (a memrepo rollback or a hand git revert),
     by the commit they undid: one git call for the whole listing."""
@@ -452,7 +469,7 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
     deletes = planned_deletes(vault, proposal)
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
-               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
+               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n")
     with vault.lock(reentrant=True):
         vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
                      expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")

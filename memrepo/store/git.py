@@ -467,6 +467,13 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
     return proc.returncode == 0
 
 
+def ref_messages(root: Path, pattern: str) -> dict[str, str]:
+    """ref -> the full commit message of its tip, for every ref matching ``pattern`` (one call)."""
+    out = run(root, "for-each-ref", "--format=%(refname)%1f%(contents)%1e", pattern)
+    pairs = (rec.strip("\n").split("\x1f", 1) for rec in out.split("\x1e"))
+    return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
+
+
 def refs(root: Path, pattern: str) -> dict[str, str]:
     """ref -> commit for every ref matching ``pattern`` (a for-each-ref pattern)."""
     out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
