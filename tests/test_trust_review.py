@@ -188,3 +188,63 @@ def test_usage_errors_of_add_files(vault, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="no memory files"):
         memories.add_files(vault, [tmp_path / "empty"])
+
+
+# ---- case 11: a pushed proposal merged on a forge is applied
+
+def merged_on_forge(vault, tmp_path, how: str) -> str:
+    """Propose a rule, push it, merge it on the 'forge' from a second clone, bring main back."""
+    forge = tmp_path / "forge.git"
+    git(tmp_path, "init", "-q", "--bare", str(forge))
+    git(vault.root, "remote", "add", "origin", str(forge))
+    git(vault.root, "push", "-q", "origin", "main")
+    pending = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "subject": "release",
+                                   "summary": "never auto-publish"}, "", push=True)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(forge), str(other))
+    git(other, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from proposal/prop_mem_rule",
+        f"origin/proposal/{pending.proposal}")
+    git(other, "push", "-q", "origin", "main", f":refs/heads/proposal/{pending.proposal}")  # the forge deletes the branch
+    if how == "pull":
+        git(vault.root, "pull", "-q", "--ff-only", "origin", "main")
+    else:
+        proc = cli(vault.root, "sync")
+        assert proc.returncode == 0, proc.stderr
+    return pending.proposal
+
+
+@pytest.mark.parametrize("how", ["pull", "sync"])
+def test_a_proposal_merged_on_a_forge_is_applied(vault, tmp_path, how):
+    pid = merged_on_forge(vault, tmp_path, how)
+    assert vault.get("mem_rule").meta["status"] == "active"
+    assert cli(vault.root, "validate").returncode == 0
+    proc = cli(vault.root, "proposals", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    [listed] = json.loads(cli(vault.root, "proposals", "--all", "--json").stdout)
+    assert listed["id"] == pid and listed["status"] == "applied"
+    why = json.loads(cli(vault.root, "why", "mem_rule", "--json").stdout)
+    assert why["proposal"]["id"] == pid and why["proposal"]["status"] == "applied"
+    assert why["action"] != "hand commit"
+    proc = cli(vault.root, "apply", pid)
+    assert proc.returncode == 4 and "already applied" in proc.stderr
+    assert cli(vault.root, "reject", pid, "--why", "late").returncode == 4
+
+
+def test_rolling_back_a_memory_a_rollback_restored_keeps_the_fact_active(vault):
+    from memrepo.errors import Conflict
+    from memrepo.review import provenance
+    memories.add(vault, {"id": "mem_v1", "subject": "proj", "fact": "ui.theme", "kind": "knowledge",
+                         "layer": "L2", "summary": "dark"}, "")
+    r = memories.add(vault, {"id": "mem_v2", "subject": "proj", "fact": "ui.theme", "kind": "knowledge",
+                             "layer": "L2", "summary": "light"}, "")
+    proposals.apply(vault, r.proposal)
+    provenance.rollback(vault, "mem_v2")
+    assert vault.get("mem_v1").meta["status"] == "active"
+    head = vault.head()
+    with pytest.raises(Conflict, match="no active version"):
+        provenance.rollback(vault, "mem_v1")
+    assert vault.head() == head
+    active = [row["id"] for row in vault.list(subject="proj", fact="ui.theme", status="active")]
+    assert active == ["mem_v1"]
+    proc = cli(vault.root, "rollback", "mem_v1")
+    assert proc.returncode == 4 and "memrepo add" in proc.stderr
