@@ -248,3 +248,59 @@ def test_rolling_back_a_memory_a_rollback_restored_keeps_the_fact_active(vault):
     assert active == ["mem_v1"]
     proc = cli(vault.root, "rollback", "mem_v1")
     assert proc.returncode == 4 and "memrepo add" in proc.stderr
+
+
+# ---- audit gaps: forged markers and trailers are checked against what memrepo's commits do
+
+def hand_constraint(vault, memory_id: str = "mem_c", **meta) -> str:
+    path = f"memories/L2/{memory_id}.md"
+    write_hand(vault.root / path, memory_id, kind="constraint", status="active", source="user",
+               created="2026-11-01T00:00:00+00:00", **meta)
+    git(vault.root, "add", path)
+    return path
+
+
+def test_a_hand_made_applied_marker_vouches_for_nothing(vault):
+    path = hand_constraint(vault)
+    git(vault.root, "commit", "-q", "--no-verify", "-m", "a rule")
+    git(vault.root, "update-ref", "refs/memrepo/applied/prop_fake", "HEAD")
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    [problem] = validate.validate_tree(vault)
+    assert problem.path == path and head[:12] in problem.message
+
+
+@pytest.mark.parametrize("action", ["import", "arbitrate", "sync"])
+def test_a_forged_trusted_trailer_on_a_hand_commit_is_reported(vault, action):
+    memories.add(vault, {"id": "mem_c", "layer": "L2", "subject": "proj", "summary": "plain"}, "")
+    path = "memories/L2/mem_c.md"
+    text = (vault.root / path).read_text().replace("kind: pattern", "kind: constraint")
+    if action == "import":
+        text = text.replace("source: user", "source: import")
+    (vault.root / path).write_text(text)
+    git(vault.root, "add", path)
+    git(vault.root, "commit", "-q", "--no-verify", "-m", f"looks like memrepo\n\nMemrepo-Action: {action}\n")
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    [problem] = validate.validate_tree(vault)
+    assert problem.path == path and head[:12] in problem.message
+
+
+def test_a_squash_merge_of_a_pushed_proposal_passes_the_audit(vault, tmp_path):
+    forge = tmp_path / "forge.git"
+    git(tmp_path, "init", "-q", "--bare", str(forge))
+    git(vault.root, "remote", "add", "origin", str(forge))
+    git(vault.root, "push", "-q", "origin", "main")
+    pending = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "subject": "release",
+                                   "summary": "never auto-publish"}, "", push=True)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(forge), str(other))
+    git(other, "merge", "-q", "--squash", f"origin/proposal/{pending.proposal}")
+    git(other, "commit", "-q", "-m", "Never auto-publish (#1)")
+    git(other, "push", "-q", "origin", "main")
+    git(vault.root, "pull", "-q", "--ff-only", "origin", "main")
+    assert vault.get("mem_rule").meta["status"] == "active"
+    assert validate.validate_tree(vault) == []
+    # the same file squashed in by hand, without the reviewed activation, is still reported
+    path = hand_constraint(vault, "mem_d", proposal=pending.proposal)
+    git(vault.root, "commit", "-q", "--no-verify", "-m", "copy the trick")
+    [problem] = validate.validate_tree(vault)
+    assert problem.path == path

@@ -228,7 +228,7 @@ def open_ids(vault: Vault) -> dict[str, str]:
     (the ids are in the tip's trailers), plus one for a branch whose tip lacks them."""
     found: dict[str, str] = {}
     prefix = "refs/heads/" + BRANCH_PREFIX
-    for ref, message in git.ref_messages(vault.root, prefix).items():
+    for ref, (_tip, message) in git.ref_messages(vault.root, prefix).items():
         t = trailers(message)
         if not t.get("Memrepo-Ids"):
             try:
@@ -244,7 +244,7 @@ def _merged_on_main(vault: Vault) -> set[str]:
     """Proposal branches whose "activate on merge" tip main contains: merged on a forge and
     brought in by a pull or a sync (one git call)."""
     found = git.ref_messages(vault.root, "refs/heads/" + BRANCH_PREFIX, merged_into=vault.main_ref)
-    return {ref for ref, message in found.items() if trailers(message).get("Memrepo-Action") == "activate"}
+    return {ref for ref, (_tip, message) in found.items() if trailers(message).get("Memrepo-Action") == "activate"}
 
 
 def _forge_merged(vault: Vault, pid: str, tip: str) -> Proposal:
