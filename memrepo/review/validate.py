@@ -133,8 +133,9 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
     problems = []
     for row, memory in rows:
-        if row.status == "pending_review" and row.id not in via_proposal:
-            problems += _pending_by_hand(vault, catalog, row)
+        if row.status == "pending_review":
+            if not merge_head:  # a merge brings another history's files: not this person's hand edit
+                problems += _pending_by_hand(vault, catalog, row)
             continue
         if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
