@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -366,7 +367,7 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        report = v.validate_vault(vault) if not paths else None
+        report = v.validate_vault(vault, progress=_progress("validate")) if not paths else None
         problems = report.problems if report else v.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:
@@ -619,7 +620,8 @@ def distill(now: Optional[str] = NowOpt,
     """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
     from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain,
+                                     progress=_progress("distill"))
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
@@ -643,7 +645,7 @@ def decay(now: Optional[str] = NowOpt,
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = decay_run.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run, progress=_progress("decay"))
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -790,6 +792,22 @@ def _stdin_text() -> str:
         raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
+@contextmanager
+def _private_vaults(vault):
+    """The acting agent's private vault (as a list: none without --agent or before its first
+    private write), read together with the shared one and closed afterwards."""
+    if not state.agent:
+        yield []
+        return
+    from memrepo.team import scopes
+    found = scopes.visible_vaults(vault, state.agent)[1:]
+    try:
+        yield found
+    finally:
+        for private in found:
+            private.close()
+
+
 def _hook_safe(fn):
     """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
     runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
@@ -819,8 +837,8 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
             query, sess = payload["prompt"], session or payload["session_id"]
         elif query is None:
             query = _stdin_text()
-        with _vault() as vault:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
     result = _hook_safe(run) if hook else run()
     if as_json:
         _out(result.as_dict(), True)
@@ -838,8 +856,8 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
     def run():
         if hook:
             hook_payload(_stdin_text())
-        with _vault() as vault:
-            return svc.context(vault, budget=budget, subject=subject)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.context(vault, budget=budget, subject=subject, also=also)
     packed = _hook_safe(run) if hook else run()
     if as_json:
         _out({"memories": list(packed.memories), "chars": packed.chars}, True)
