@@ -281,9 +281,20 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         body: Optional[str] = typer.Option(None, help="Markdown body (default: read from stdin when it is not a terminal)."),
         push: bool = typer.Option(False, "--push", help="If this becomes a proposal, push its branch for a pull request."),
         remote: str = typer.Option("origin", help="Remote for --push."),
+        files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
+        skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
         as_json: bool = JsonOpt):
-    """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
+    """Write one memory. Low risk commits to main; high risk becomes a review proposal.
+
+    With --file, write hand-written memory files instead (the fields come from each file)."""
     from memrepo.review import writes as memories
+    if files:
+        given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
+                 ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
+                 ("--affects", affects), ("--session", session), ("--scope", scope), ("--weight", weight),
+                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
+                 if value not in (None, [])]
+        return _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
     if body is None:
         body = _stdin_text()
     fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
@@ -530,10 +541,13 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            as_json: bool = JsonOpt):
     """Search active memories (best first); says so honestly when nothing is relevant.
 
-    SCORE is relevance relative to this query's best hit (the best is 1.000): keyword match
-    (BM25F over summary, body, tags and keys) mixed with meaning where the semantic index is on,
-    times heat from recalls and 'useful' marks. It ranks the hits of one query; it is not a
-    probability and is not comparable across queries."""
+    SCORE (0-1) says how well a hit matches, comparably across queries: the best hit scores its
+    own match, the idf-weighted share of the query's words it contains (words no memory has
+    do not count; with --json: keyword_score), mixed with the cosine of meaning (semantic_score) when the semantic index is
+    on; each other hit scores that times its ranking value (BM25F, meaning, same-session
+    support, heat from recalls and 'useful' marks) relative to the best, so scores follow the
+    order. About 0.8-1: every query word found; about 0.3: a few words or only the meaning.
+    It is not a probability."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
         if queries is not None:
@@ -727,6 +741,26 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
             return
         files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
+
+
+# ---- trust: hand-written memory files (add --file)
+
+def _add_files(files: List[Path], given: List[str], *, author: Optional[str], skip_invalid: bool, push: bool,
+               remote: str, as_json: bool) -> None:
+    from memrepo.errors import UsageError
+    from memrepo.review import writes as memories
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be combined with --file: the fields come from each file's front matter")
+    with _vault() as vault:
+        result = memories.add_files(vault, files, skip_invalid=skip_invalid, author=author, push=push, remote=remote)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    lines = []
+    for w in result.written:
+        where = f"commit {w.commit[:12]}" if w.commit else f"proposal {w.proposal} (review: memrepo review {w.proposal})"
+        lines.append(f"{w.id} {w.status} ({w.risk} risk: {w.risk_reason}) -> {where}")
+    lines += [f"took over {path} (its memory is now written by memrepo)" for path in result.taken]
+    _out(result.as_dict(), as_json, "\n".join(lines) or "nothing written")
 
 
 # ---- recovery (a write killed half-way)

@@ -219,19 +219,29 @@ def _load_all(vault: Vault, items: list[_Item]) -> list[Proposal]:
     return out
 
 
-def _items(vault: Vault, refs: dict[str, str]) -> list[_Item]:
+def _items(vault: Vault, refs: dict[str, str], *, markers: dict[str, str] | None = None,
+           include_merged: bool = True) -> list[_Item]:
     """What to load for these proposal refs: closed markers are read (one git call) for the
-    reviewer, reason and the branch tip they closed."""
+    reviewer, reason and the branch tip they closed. A pushed branch that main already
+    contains was merged on a forge: applied by that merge (unless a marker among ``markers``,
+    default ``refs``, records its outcome; left out without ``include_merged``)."""
     items: list[_Item] = []
+    branch_prefix = "refs/heads/" + BRANCH_PREFIX
+    merged = _merged_on_main(vault) if any(ref.startswith(branch_prefix) for ref in refs) else set()
+    markers = refs if markers is None else markers
     closed = {ref: sha for ref, sha in refs.items() if ref.startswith((APPLIED_PREFIX, REJECTED_PREFIX))}
-    markers = git.commits(vault.root, closed.values())
+    marker_commits = git.commits(vault.root, closed.values())
     for ref, sha in refs.items():
         if ref not in closed:
-            items.append((ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {}))
+            pid = ref.removeprefix(branch_prefix)
+            if ref not in merged:
+                items.append((pid, sha, "open", ref.removeprefix("refs/heads/"), {}))
+            elif include_merged and APPLIED_PREFIX + pid not in markers and REJECTED_PREFIX + pid not in markers:
+                items.append((pid, sha, "applied", BRANCH_PREFIX + pid, _forge_outcome(vault, sha)))
             continue
         status = "applied" if ref.startswith(APPLIED_PREFIX) else "rejected"
         pid = ref.removeprefix(APPLIED_PREFIX if status == "applied" else REJECTED_PREFIX)
-        entry = markers[sha]
+        entry = marker_commits[sha]
         t = trailers(entry.body)
         outcome = {"by": t.get("Memrepo-Reviewer", entry.author), "at": entry.date,
                    "reason": t.get("Memrepo-Why", ""), "commit": sha, "mode": t.get("Memrepo-Mode", ""),
@@ -242,14 +252,48 @@ def _items(vault: Vault, refs: dict[str, str]) -> list[_Item]:
 
 
 def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Proposal]:
-    """Open proposals (and, with ``include_closed``, applied and rejected ones)."""
+    """Open proposals (and, with ``include_closed``, applied and rejected ones, and pushed
+    proposals merged on a forge: applied by that merge)."""
     refs = _all_refs(vault) if include_closed else git.refs(vault.root, "refs/heads/" + BRANCH_PREFIX)
-    found = _load_all(vault, _items(vault, refs))
+    found = _load_all(vault, _items(vault, refs, include_merged=include_closed))
     if include_closed and any(p.status == "applied" for p in found):
         undone = _reverts(vault)
         found = [replace(p, outcome={**p.outcome, "reverted": undone[p.outcome["commit"]]})
                  if p.status == "applied" and p.outcome.get("commit") in undone else p for p in found]
     return sorted(found, key=lambda p: (p.created, p.id))
+
+
+def open_ids(vault: Vault) -> dict[str, str]:
+    """Memory id -> open proposal id, for every memory an open proposal carries: one git call
+    (the ids are in the tip's trailers), plus one for a branch whose tip lacks them."""
+    found: dict[str, str] = {}
+    prefix = "refs/heads/" + BRANCH_PREFIX
+    tips = git.ref_messages(vault.root, prefix)
+    lacking = [tip for tip, message in tips.values() if not trailers(message).get("Memrepo-Ids")]
+    below = _proposal_commits(vault, lacking) if lacking else {}
+    for ref, (tip, message) in tips.items():
+        t = trailers(message)
+        if not t.get("Memrepo-Ids"):
+            if tip not in below:
+                continue  # not a memrepo proposal: nothing it carries was announced
+            t = trailers(below[tip].body)
+        for memory_id in filter(None, t.get("Memrepo-Ids", "").split(",")):
+            found.setdefault(memory_id, ref.removeprefix(prefix))
+    return found
+
+
+def _merged_on_main(vault: Vault) -> set[str]:
+    """Proposal branches whose "activate on merge" tip main contains: merged on a forge and
+    brought in by a pull or a sync (one git call)."""
+    found = git.ref_messages(vault.root, "refs/heads/" + BRANCH_PREFIX, merged_into=vault.main_ref)
+    return {ref for ref, (_tip, message) in found.items() if trailers(message).get("Memrepo-Action") == "activate"}
+
+
+def _forge_outcome(vault: Vault, tip: str) -> dict[str, Any]:
+    """Who applied a proposal by merging its pushed branch (``tip``) into main, and when."""
+    merge = git.merge_commit_of(vault.root, tip, vault.main_ref) or tip  # a fast-forward: the tip itself
+    entry = git.commits(vault.root, [merge])[merge]
+    return {"by": entry.author, "at": entry.date, "commit": merge, "via": "merge of the pushed branch"}
 
 
 def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
@@ -271,7 +315,9 @@ def get(vault: Vault, ref: str) -> Proposal:
     refs = _all_refs(vault)
     for name in ("refs/heads/" + BRANCH_PREFIX + pid, APPLIED_PREFIX + pid, REJECTED_PREFIX + pid):
         if name in refs:
-            return _load_all(vault, _items(vault, {name: refs[name]}))[0]
+            items = _items(vault, {name: refs[name]}, markers=refs)
+            if items:  # a branch merged on a forge with a marker since: the marker tells
+                return _load_all(vault, items)[0]
     matches = [p for p in list_proposals(vault, include_closed=True) if ref in p.ids]
     open_ = [p for p in matches if p.status == "open"]
     if open_ or matches:
@@ -485,7 +531,7 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
     deletes = planned_deletes(vault, proposal)
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
-               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
+               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n")
     with vault.lock(reentrant=True):
         vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
                      expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")
