@@ -217,7 +217,7 @@ def _squash_of_pushed_proposal(vault: Vault, memory_id: str, change: git.RawChan
                   if git_trailers(message).get("Memrepo-Action") == "activate"
                   and git_trailers(message).get("Memrepo-Proposal") == pid]
     held = git.object_ids(vault.root, [f"{ref}:{change.path}" for ref in activating])
-    return change.new_sha in held.values()
+    return bool(change.new_sha) and change.new_sha in held.values()
 
 
 def _restored_from(steps, j: int, key: str) -> int | None:
