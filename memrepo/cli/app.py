@@ -152,6 +152,7 @@ def examples_epilog(path: str) -> str | None:
 # An option whose parameter has one of these names is checked, in every command: enum values
 # against the schema (with "did you mean"), dates as a date or a date-time with a zone.
 ENUM_PARAMS = ("layer", "kind", "status", "source")
+OTHER_CHOICES = {"intent": "INTENTS", "mode": "MERGE_MODES"}  # option values that are not schema fields
 DATE_PARAMS = ("since", "until", "expires", "now")
 
 
@@ -161,6 +162,9 @@ def strict_options(command) -> None:
     for param in command.params:
         if param.name in ENUM_PARAMS:
             check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
+        elif param.name in OTHER_CHOICES:
+            check = (lambda name, choices: lambda value: model.check_choice(name, value, choices))(
+                param.name, getattr(model, OTHER_CHOICES[param.name]))
         elif param.name in DATE_PARAMS:
             check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
         else:
@@ -517,6 +521,8 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
            include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
            advanced: bool = typer.Option(False, "--advanced", help="Treat QUERY as Whoosh query syntax."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess from the query: "
+                                                "fact (exact keys lead), general, howto (broader text) or history (versions over time)."),
            queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL batch: one {query, qid?, filters...} per line."),
            session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
@@ -540,7 +546,7 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
         if query is None:
             raise typer.BadParameter("give a QUERY or --queries FILE")
         filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
-                       deep=deep, history=include_history, advanced=advanced)
+                       deep=deep, history=include_history, advanced=advanced, intent=intent)
         if state.agent:
             from memrepo.team import scopes
             result, report = scopes.search(vault, query, agent=state.agent, session=session,
@@ -769,6 +775,7 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
            budget: int = BudgetOpt,
            session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
            subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess: fact, general, howto or history."),
            hook: bool = HookOpt, as_json: bool = JsonOpt):
     """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
     from memrepo.agents import recall as svc
@@ -782,7 +789,7 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
         elif query is None:
             query = _stdin_text()
         with _vault() as vault:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject)
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent)
     result = _hook_safe(run) if hook else run()
     if as_json:
         _out(result.as_dict(), True)
