@@ -59,9 +59,9 @@ def recall_cli(vault: Path, env: dict[str, str], qs: list[str]) -> dict:
 
 
 def _cpu_of(pid: int) -> float:
-    """CPU ms (user + system) a process has used so far, from /proc."""
+    """CPU ms (user + system) a process and its waited-for children (git) have used so far, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def _server_pid(marker: str) -> int | None:

@@ -52,6 +52,18 @@ def main(argv=None) -> int:
         loads = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
                  for _ in range(5)]
         print(f"load in a fresh process (numpy import included) p50 {statistics.median(loads):.0f} ms")
+        # resident memory of the vectors: a fresh process's peak RSS before the load and after
+        # the load plus one unfiltered top-30 (which touches every row of the memory map)
+        code = ("import resource, sys, numpy; from pathlib import Path; "
+                "from memrepo.retrieval.vectors import VectorStore; "
+                "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+                f"s = VectorStore(Path({str(store.dir)!r})).load(); "
+                "s.top(numpy.ones(%d, dtype=numpy.float32) / %d ** 0.5, 30, statuses={'active'}); "
+                "r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; print(r0, r1)") % (embed.DIM, embed.DIM)
+        r0, r1 = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split())
+        print(f"memory of the loaded vectors (peak RSS after load + one top-30 minus before): {(r1 - r0) / 1024:.0f} MB "
+              f"(process total {r1 / 1024:.0f} MB)")
         snap = store.load()
         qs = rng.standard_normal((args.queries, embed.DIM), dtype=np.float32)
         for label, kw in (("unfiltered", {}), ("one subject (2%)", {"subject": "subject-3"})):
