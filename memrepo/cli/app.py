@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -280,9 +281,20 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         body: Optional[str] = typer.Option(None, help="Markdown body (default: read from stdin when it is not a terminal)."),
         push: bool = typer.Option(False, "--push", help="If this becomes a proposal, push its branch for a pull request."),
         remote: str = typer.Option("origin", help="Remote for --push."),
+        files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
+        skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
         as_json: bool = JsonOpt):
-    """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
+    """Write one memory. Low risk commits to main; high risk becomes a review proposal.
+
+    With --file, write hand-written memory files instead (the fields come from each file)."""
     from memrepo.review import writes as memories
+    if files:
+        given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
+                 ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
+                 ("--affects", affects), ("--session", session), ("--scope", scope), ("--weight", weight),
+                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
+                 if value not in (None, [])]
+        return _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
     if body is None:
         body = _stdin_text()
     fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
@@ -355,7 +367,7 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        report = v.validate_vault(vault) if not paths else None
+        report = v.validate_vault(vault, progress=_progress("validate")) if not paths else None
         problems = report.problems if report else v.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:
@@ -608,7 +620,8 @@ def distill(now: Optional[str] = NowOpt,
     """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
     from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain,
+                                     progress=_progress("distill"))
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
@@ -632,7 +645,7 @@ def decay(now: Optional[str] = NowOpt,
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = decay_run.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run, progress=_progress("decay"))
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:
@@ -727,6 +740,26 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
 
 
+# ---- trust: hand-written memory files (add --file)
+
+def _add_files(files: List[Path], given: List[str], *, author: Optional[str], skip_invalid: bool, push: bool,
+               remote: str, as_json: bool) -> None:
+    from memrepo.errors import UsageError
+    from memrepo.review import writes as memories
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be combined with --file: the fields come from each file's front matter")
+    with _vault() as vault:
+        result = memories.add_files(vault, files, skip_invalid=skip_invalid, author=author, push=push, remote=remote)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    lines = []
+    for w in result.written:
+        where = f"commit {w.commit[:12]}" if w.commit else f"proposal {w.proposal} (review: memrepo review {w.proposal})"
+        lines.append(f"{w.id} {w.status} ({w.risk} risk: {w.risk_reason}) -> {where}")
+    lines += [f"took over {path} (its memory is now written by memrepo)" for path in result.taken]
+    _out(result.as_dict(), as_json, "\n".join(lines) or "nothing written")
+
+
 # ---- recovery (a write killed half-way)
 
 @app.command()
@@ -759,6 +792,22 @@ def _stdin_text() -> str:
         raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
 
 
+@contextmanager
+def _private_vaults(vault):
+    """The acting agent's private vault (as a list: none without --agent or before its first
+    private write), read together with the shared one and closed afterwards."""
+    if not state.agent:
+        yield []
+        return
+    from memrepo.team import scopes
+    found = scopes.visible_vaults(vault, state.agent)[1:]
+    try:
+        yield found
+    finally:
+        for private in found:
+            private.close()
+
+
 def _hook_safe(fn):
     """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
     runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
@@ -788,8 +837,8 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
             query, sess = payload["prompt"], session or payload["session_id"]
         elif query is None:
             query = _stdin_text()
-        with _vault() as vault:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
     result = _hook_safe(run) if hook else run()
     if as_json:
         _out(result.as_dict(), True)
@@ -807,8 +856,8 @@ def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None,
     def run():
         if hook:
             hook_payload(_stdin_text())
-        with _vault() as vault:
-            return svc.context(vault, budget=budget, subject=subject)
+        with _vault() as vault, _private_vaults(vault) as also:
+            return svc.context(vault, budget=budget, subject=subject, also=also)
     packed = _hook_safe(run) if hook else run()
     if as_json:
         _out({"memories": list(packed.memories), "chars": packed.chars}, True)

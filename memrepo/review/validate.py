@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
@@ -41,20 +41,26 @@ def validate_tree(vault: Vault) -> list[Problem]:
     return validate_vault(vault).problems
 
 
-def validate_vault(vault: Vault) -> GateReport:
-    """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate."""
+def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> GateReport:
+    """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate;
+    ``progress(done, total)`` follows the reading of the files."""
     high: dict[str, str] = {}
-    rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high)
+    rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high, progress=progress)
     problems += check_rows(rows, RowSet(rows))
     report = gate.audit(vault, high)
     return GateReport(sorted(set(problems + report.problems)), report.overrides)
 
 
-def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None) -> tuple[list[Row], list[Problem]]:
+def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None,
+              progress: Callable[[int, int], None] | None = None) -> tuple[list[Row], list[Problem]]:
     """Rows of the readable memory files among ``rels`` and the problems of every file;
     ``high_risk`` collects the active high-risk ones (id -> path)."""
     rows, problems = [], []
-    for rel in rels:
+    rels = list(rels)
+    step = max(len(rels) // 50, 1)
+    for i, rel in enumerate(rels):
+        if progress and i % step == 0:
+            progress(i, len(rels))
         if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
             problems.append(Problem(rel, "(file)", "does not exist"))
             continue
@@ -67,6 +73,8 @@ def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | 
             rows.append(row)
             if high_risk is not None and not found and row.status == "active" and gate.high_risk_reason(meta, vault.config):
                 high_risk[row.id] = rel
+    if progress:
+        progress(len(rels), len(rels))
     return rows, problems
 
 
@@ -133,6 +141,10 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
     problems = []
     for row, memory in rows:
+        if row.status == "pending_review":
+            if not merge_head:  # a merge brings another history's files: not this person's hand edit
+                problems += _pending_by_hand(vault, catalog, row)
+            continue
         if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
         before = catalog.with_id(row.id)
@@ -146,9 +158,20 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
         if decision.high:
             problems.append(Problem(row.path, "status", (
                 f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
-                "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
-                "deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
+                + (f"send it to review with 'memrepo add --file {row.path}' (it opens a proposal), " if not before else
+                   "write the new version as a new memory (a new id) and send it to review with "
+                   "'memrepo add --file PATH', ") +
+                "or override deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
+
+
+def _pending_by_hand(vault: Vault, catalog, row: Row) -> list[Problem]:
+    """A new ``pending_review`` file committed to main sits in no proposal: nobody would review it."""
+    if any(r.status == "pending_review" for r in catalog.with_id(row.id)):
+        return []  # already on main as pending (an older vault, or an edit of such a file)
+    return [Problem(row.path, "status", (
+        "pending_review by a plain commit puts it in no proposal, so nobody reviews it; "
+        f"run 'memrepo add --file {row.path}' instead (it checks the file and opens the proposal)"))]
 
 
 def _was_high(vault: Vault, path: str) -> bool:
