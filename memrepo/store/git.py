@@ -457,6 +457,27 @@ def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
     return results
 
 
+def delete_remote_refs(root: Path, remote: str, expected: Mapping[str, str]) -> dict[str, str]:
+    """Delete refs on ``remote`` (ref -> the commit it must still hold there): each deletion is
+    a compare-and-delete (``--force-with-lease=ref:commit``, on that ref only), so a branch that
+    moved on the remote since the last fetch is kept and reported 'rejected: ...'; nothing is
+    ever overwritten. Returns ref -> 'ok' / 'rejected: ...'; GitError when unreachable."""
+    if not expected:
+        return {}
+    leases = [f"--force-with-lease={ref}:{sha}" for ref, sha in expected.items()]
+    proc = subprocess.run(["git", "-C", str(root), "push", "--porcelain", *leases, remote,
+                           *(f":{ref}" for ref in expected)], capture_output=True, env=clean_env())
+    results = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1:
+            ref = parts[1].split(":", 1)[-1]
+            results[ref] = "rejected: " + parts[2] if parts[0] == "!" else "ok"
+    if proc.returncode != 0 and not results:
+        raise GitError(f"git push to {remote} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    return results
+
+
 def merge_base(root: Path, a: str, b: str) -> str | None:
     return run(root, "merge-base", a, b, check=False).strip() or None
 
