@@ -145,9 +145,6 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     befores = {row.id: catalog.with_id(row.id) for row, _memory in candidates}
     high = _were_high(vault, [b[0].path for b in befores.values() if b and b[0].status == "active"])
     problems = []
-    for row, _memory in rows:
-        if row.status == "pending_review" and not merge_head:  # a merge brings another history's files
-            problems += _pending_by_hand(vault, catalog, row)
     for row, memory in candidates:
         before = befores[row.id]
         if before and before[0].status == "active" and before[0].path in high:
@@ -165,15 +162,6 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
                    "'memrepo add --file PATH', ") +
                 "or override deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
-
-
-def _pending_by_hand(vault: Vault, catalog, row: Row) -> list[Problem]:
-    """A new ``pending_review`` file committed to main sits in no proposal: nobody would review it."""
-    if any(r.status == "pending_review" for r in catalog.with_id(row.id)):
-        return []  # already on main as pending (an older vault, or an edit of such a file)
-    return [Problem(row.path, "status", (
-        "pending_review by a plain commit puts it in no proposal, so nobody reviews it; "
-        f"run 'memrepo add --file {row.path}' instead (it checks the file and opens the proposal)"))]
 
 
 def _were_high(vault: Vault, paths: list[str]) -> set[str]:
