@@ -19,6 +19,10 @@ SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
 KINDS = ("event", "checkpoint", "decision", "constraint", "policy", "permission", "preference", "state",
          "knowledge", "pattern", "principle", "identity")  # the schema's enum (a test keeps them equal)
 CHOICES: dict[str, tuple[str, ...]] = {"layer": LAYERS, "kind": KINDS, "status": STATUSES, "source": SOURCES}
+# Values of options that are not front-matter fields: a search's retrieval route (default: guessed
+# from the query) and how an applied proposal meets the memory it replaces.
+INTENTS = ("fact", "general", "howto", "history")
+MERGE_MODES = ("overwrite", "append")
 DATE_FORMS = "YYYY-MM-DD, or an ISO-8601 date-time with a zone such as 2026-12-01T09:30:00+00:00 or ...Z"
 MEMORIES_DIR = "memories"
 ARCHIVE_DIR = "archive"

@@ -38,6 +38,9 @@ def filled(vault):
     (["add", "--source", "usr", "--summary", "s", "--body", "b"], "did you mean 'user'?"),
     (["add", "--expires", "soon", "--summary", "s", "--body", "b"], "--expires 'soon' is not a date"),
     (["distill", "--now", "yesterday"], "not a date"),
+    (["search", "build", "--intent", "histroy"], "--intent 'histroy' is not one of fact, general, howto, history; did you mean 'history'?"),
+    (["recall", "build", "--intent", "Fact"], "did you mean 'fact'?"),
+    (["apply", "prop_nothing", "--mode", "apend"], "--mode 'apend' is not one of overwrite, append; did you mean 'append'?"),
 ])
 def test_bad_option_values_are_usage_errors(filled, capsys, args, said):
     head = filled.head()
@@ -60,6 +63,24 @@ def test_good_values_still_work(filled, capsys):
     assert filled.get(json.loads(out)["id"]).meta["expires"].startswith("2030-01-01T00:00:00")
     code, out, _ = run(capsys, "--vault", str(filled.root), "schedule", "--kind", "cron")
     assert code == 0
+
+
+def test_intent_forces_the_route(filled, capsys):
+    """A short query is guessed to be a fact lookup; --intent history takes the history route,
+    which also shows the superseded version."""
+    old = memories.add(filled, {"subject": "ui", "fact": "theme", "summary": "ui theme dark"}, "ui theme dark").id
+    second = memories.add(filled, {"subject": "ui", "fact": "theme", "summary": "ui theme light"}, "ui theme light")
+    if second.proposal:  # a change of a fact may wait for review
+        api.apply(filled, second.proposal)
+    new = second.id
+    code, out, _ = run(capsys, "--vault", str(filled.root), "search", "ui theme", "--json")
+    guessed = json.loads(out)
+    assert code == 0 and guessed["intent"] == "fact" and [h["id"] for h in guessed["hits"]] == [new]
+    code, out, _ = run(capsys, "--vault", str(filled.root), "search", "ui theme", "--intent", "history", "--json")
+    forced = json.loads(out)
+    assert code == 0 and forced["intent"] == "history" and sorted(h["id"] for h in forced["hits"]) == sorted([new, old])
+    result, _ = api.search(filled, "ui theme", intent="general")
+    assert result.intent == "general"
 
 
 def test_the_library_refuses_the_same_values(filled):

@@ -75,3 +75,33 @@ def test_every_command_takes_json(path, command):
     if " ".join(path) in NO_JSON:
         return
     assert any("--json" in p.opts for p in command.params), f"memrepo {' '.join(path)} has no --json"
+
+
+def _sections() -> list[tuple[str, list[str]]]:
+    """The README's ``##`` sections in order, each with its ``###`` headings."""
+    out: list[tuple[str, list[str]]] = []
+    fenced = False
+    for line in README.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("## "):
+            out.append((line[3:].strip(), []))
+        elif not fenced and line.startswith("### ") and out:
+            out[-1][1].append(line[4:].strip())
+    return out
+
+
+def test_the_readme_sections_follow_the_contents_list():
+    contents = README[README.index("## Contents"):]
+    contents = contents[:contents.index("\n## ", 1)]
+    import re
+    listed = [anchor for anchor in re.findall(r"^- \[[^\]]+\]\(#([a-z0-9-]+)\)", contents, re.M)]
+    anchors = [re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-") for title, _ in _sections()]
+    assert [a for a in anchors if a in listed] == listed, "the ## sections are not in the Contents order"
+
+
+def test_the_agents_section_holds_all_its_parts():
+    """Teams once sat between flush and prune, splitting the Agents guide in two."""
+    agents = dict(_sections())["Agents"]
+    for part in ("recall", "context", "Claude Code hooks", "flush", "prune", "MCP server", "OpenClaw"):
+        assert any(h.startswith(part) for h in agents), f"### {part} is not under ## Agents"

@@ -313,8 +313,19 @@ def test_cli_batch_bad_line_names_its_number(mixed, tmp_path, capsys, bad):
     f.write_text(bad + "\n", encoding="utf-8")
     code = main(["--vault", str(mixed.root), "search", "--queries", str(f), "--json"])
     captured = capsys.readouterr()
-    assert code == 2
-    assert "line 2" in json.loads(captured.out)["error"]["message"] and captured.err == ""
+    error = json.loads(captured.out)["error"]
+    assert code == 5 and error["code"] == "invalid" and captured.err == ""  # a queries file is input data
+    assert [(p["path"], p["line"]) for p in error["problems"]] == [(str(f), 2)]
+
+
+def test_cli_batch_lists_every_bad_line_in_order(mixed, tmp_path, capsys):
+    f = tmp_path / "q.jsonl"
+    f.write_text('{"query": "ok"}\n{"query": "x", "layer": "L9"}\n\nnope\n{"qid": 1}\n', encoding="utf-8")
+    code = main(["--vault", str(mixed.root), "search", "--queries", str(f)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 5
+    assert [line.split(":line ")[1].split(":")[0] for line in err[:-1]] == ["2", "4", "5"]
+    assert "--layer 'L9' is not one of" in err[0] and "fix these lines" in err[-1]
 
 
 def test_useful_raises_rank_of_a_tied_memory(vault):

@@ -91,9 +91,10 @@ def pack(memories: Iterable[dict[str, Any]], budget: int, header: str) -> Packed
 
 
 def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: str | None = None,
-           subject: str | None = None, limit: int = DEFAULT_LIMIT) -> Recall:
+           subject: str | None = None, limit: int = DEFAULT_LIMIT, intent: str | None = None) -> Recall:
     """The relevant active memories for ``text`` (a message or a transcript), packed into
-    ``budget`` characters. With ``session`` the recall is logged (heat, co-recall)."""
+    ``budget`` characters. With ``session`` the recall is logged (heat, co-recall); ``intent``
+    forces the retrieval route (``model.INTENTS``) instead of the guess from the text."""
     from memrepo.errors import UsageError
     from memrepo.retrieval import search
 
@@ -103,7 +104,7 @@ def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: st
     if not query:
         return Recall("", Packed(), True)
     result, _ = search.search(vault, query, limit=limit, subject=subject, session=session,
-                              log_recalls=session is not None)
+                              log_recalls=session is not None, intent=intent)
     found = (memory_object(vault, h.path, score=h.score) for h in result.hits)
     packed = pack((m for m in found if m is not None), budget, RECALL_HEADER)
     return Recall(query, packed, not packed.memories)

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from memrepo.cli import commands
-from memrepo.cli.commands import DATE_PARAMS, ENUM_PARAMS, state
+from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
 # Global options taking a value, accepted before or after the sub-command (as --json is).
@@ -145,7 +145,7 @@ def examples_epilog(path: str) -> str | None:
 def strict_options(command) -> None:
     """Give ``command``'s enum and date options their check (a bad value is a usage error, 2)."""
     for param in command.params:
-        if param.name in ENUM_PARAMS or param.name in DATE_PARAMS:
+        if param.name in CHECKED_PARAMS:
             param.callback = _chained(param.callback)
 
 
@@ -471,6 +471,8 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            deep: bool = typer.Option(False, "--deep", help="Include archived memories."),
            include_history: bool = typer.Option(False, "--history", help="Include superseded and rolled-back versions."),
            advanced: bool = typer.Option(False, "--advanced", help="Treat QUERY as Whoosh query syntax."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess from the query: "
+                                                "fact (exact keys lead), general, howto (broader text) or history (versions over time)."),
            queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL batch: one {query, qid?, filters...} per line."),
            session: Optional[str] = typer.Option(None, help="Agent session: with --log, results are recorded as recalls."),
            log_recalls: bool = typer.Option(False, "--log", help="Record the hits as recalls of --session (heat, stopwords)."),
@@ -667,6 +669,7 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
            budget: int = BudgetOpt,
            session: Optional[str] = typer.Option(None, help="Agent session: the recall is logged (heat, co-recall)."),
            subject: Optional[str] = typer.Option(None, help="Only memories about this subject."),
+           intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess: fact, general, howto or history."),
            hook: bool = HookOpt, as_json: bool = JsonOpt):
     """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
     return _run("recall", locals())

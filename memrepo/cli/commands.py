@@ -78,17 +78,21 @@ def stdin_text() -> str:
 # An option whose parameter has one of these names is checked, in every command: enum values
 # against the schema (with "did you mean"), dates as a date or a date-time with a zone.
 ENUM_PARAMS = ("layer", "kind", "status", "source")
+OTHER_CHOICES = {"intent": "INTENTS", "mode": "MERGE_MODES"}  # option values that are not schema fields
 DATE_PARAMS = ("since", "until", "expires", "now")
+CHECKED_PARAMS = (*ENUM_PARAMS, *OTHER_CHOICES, *DATE_PARAMS)
 
 
 def checked_option(name: str, value):
     """``value`` of option ``name`` once checked (a UsageError when it is not accepted);
     ``--expires`` becomes the date-time the front matter keeps."""
     from memrepo import model
-    check = model.check_choice if name in ENUM_PARAMS else model.parse_when
     checked = None
     for item in value if isinstance(value, list | tuple) else [value]:
-        checked = check(name, item)
+        if name in DATE_PARAMS:
+            checked = model.parse_when(name, item)
+        else:
+            checked = model.check_choice(name, item, getattr(model, OTHER_CHOICES[name]) if name in OTHER_CHOICES else None)
     if name == "expires" and value is not None:
         return checked.isoformat()
     return value
@@ -119,8 +123,8 @@ def add(*, subject, fact, kind, layer, summary, source, author, tag, link, evide
 
 # ------------------------------------------------------------------ search
 
-def search(*, query, limit, subject, layer, kind, tag, since, deep, include_history, advanced, queries, session,
-           log_recalls, as_json) -> None:
+def search(*, query, limit, subject, layer, kind, tag, since, deep, include_history, advanced, intent, queries,
+           session, log_recalls, as_json) -> None:
     if queries is None and query is None:
         raise BadParameter("give a QUERY or --queries FILE")
     from memrepo.retrieval import search as svc
@@ -134,7 +138,7 @@ def search(*, query, limit, subject, layer, kind, tag, since, deep, include_hist
                 echo(json.dumps({"qid": qid, **svc.result_dict(result)}, ensure_ascii=False))
             return
         filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
-                       deep=deep, history=include_history, advanced=advanced)
+                       deep=deep, history=include_history, advanced=advanced, intent=intent)
         if state.agent:
             from memrepo.team import scopes
             result, report = scopes.search(v, query, agent=state.agent, session=session,
@@ -170,7 +174,7 @@ def _hook_safe(fn):
         return None, 1
 
 
-def recall(*, text, budget, session, subject, hook, as_json) -> int | None:
+def recall(*, text, budget, session, subject, intent, hook, as_json) -> int | None:
     from memrepo.agents import recall as svc
     from memrepo.agents.transcript import hook_payload
 
@@ -182,7 +186,7 @@ def recall(*, text, budget, session, subject, hook, as_json) -> int | None:
         elif query is None:
             query = stdin_text()
         with vault() as v:
-            return svc.recall(v, query, budget=budget, session=sess, subject=subject)
+            return svc.recall(v, query, budget=budget, session=sess, subject=subject, intent=intent)
     result, failed = _hook_safe(run) if hook else (run(), None)
     if failed:
         return failed

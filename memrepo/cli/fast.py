@@ -169,10 +169,10 @@ def _convert(p: dict, text: str) -> object:
 def _checked(values: dict) -> dict | None:
     """The enum and date options checked as the typer commands check them; a refused value
     is left to typer, which reports it."""
-    from memrepo.cli.commands import DATE_PARAMS, ENUM_PARAMS, checked_option
+    from memrepo.cli.commands import CHECKED_PARAMS, checked_option
     from memrepo.errors import MemrepoError
     for name in values:
-        if name in ENUM_PARAMS or name in DATE_PARAMS:
+        if name in CHECKED_PARAMS:
             try:
                 values[name] = checked_option(name, values[name])
             except MemrepoError:

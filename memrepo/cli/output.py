@@ -53,8 +53,8 @@ def report_error(error: MemrepoError, *, as_json: bool) -> int:
     elif problems:
         for line in message.splitlines():
             print(line, file=sys.stderr)
-    else:
-        print(f"error: {message}", file=sys.stderr)
+    else:  # one line, even when git's own words (a GitError) run over several
+        print(f"error: {' '.join(line.strip() for line in message.splitlines() if line.strip())}", file=sys.stderr)
     return error.exit_code
 
 

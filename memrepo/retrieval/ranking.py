@@ -37,6 +37,7 @@ class SearchQuery:
     deep: bool = False
     history: bool = False
     advanced: bool = False
+    intent: str | None = None   # the retrieval route (model.INTENTS); None: guessed from the text
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     the nearest memories by vector into the pool. Each candidate's score mixes ``keyword / best keyword`` and the min-max cosine
     over the pool with the intent's keyword weight (``Tuning.mix_*``)."""
     from memrepo.retrieval.analysis import detect_intent
-    intent = detect_intent(q.text)
+    intent = q.intent or detect_intent(q.text)
     history = q.history or intent == "history"
     plan = _plan(searcher, q.text, learned, tuning)
     if not plan.terms and not q.advanced:

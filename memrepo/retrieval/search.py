@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from memrepo import model
-from memrepo.errors import Busy, MemrepoError, UsageError
+from memrepo.errors import Busy, InvalidData, MemrepoError, Problem, UsageError
 from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.store import git
 from memrepo.store.vault import Vault
@@ -29,7 +29,7 @@ from memrepo.store.vault import Vault
 INLINE_BUILD_MAX = 1000  # a first vector build of up to this many memories runs inside the search
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
-QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced")
+QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced", "intent")
 DIRTY_FILE = "dirty.json"
 
 
@@ -218,6 +218,7 @@ def make_query(text: str, **filters: Any):
     for name in ("layer", "kind"):
         model.check_choice(name, clean.get(name))
     model.parse_when("since", clean.get("since"))
+    model.check_choice("intent", clean.get("intent"), model.INTENTS)
     if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
         raise UsageError("'limit' must be a positive integer")
     return SearchQuery(text=text, **clean)
@@ -378,8 +379,9 @@ def result_dict(result) -> dict[str, Any]:
 
 
 def read_queries(path: Path) -> list[tuple[Any, Any]]:
-    """(qid, SearchQuery) per line of a batch file; a bad line raises with its number."""
-    out = []
+    """(qid, SearchQuery) per line of a batch file. The file is input data: every bad line is
+    a problem naming its number (InvalidData, exit 5), in line order, and nothing is searched."""
+    out, problems = [], []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -392,7 +394,9 @@ def read_queries(path: Path) -> list[tuple[Any, Any]]:
             record.pop("session", None)
             out.append((qid, make_query(text, **record)))
         except (ValueError, UsageError) as e:
-            raise UsageError(f"{path}:line {n}: {e}") from None
+            problems.append(Problem(f"{path}:line {n}", "(line)", str(e)))
+    if problems:
+        raise InvalidData(problems, "no query was run; fix these lines of the --queries file")
     return out
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
-from memrepo.model import Memory, new_id, now_iso
+from memrepo.model import MERGE_MODES, Memory, check_choice, new_id, now_iso
 from memrepo.store import faults, git
 from memrepo.store.checks import Overlay, Row, check_rows
 from memrepo.store.vault import Vault
@@ -31,7 +31,7 @@ APPLIED_PREFIX = "refs/memrepo/applied/"
 REJECTED_PREFIX = "refs/memrepo/rejected/"
 _TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
 _REVERTS_RE = re.compile(r"^This reverts (?:the part of )?commit ([0-9a-f]{40})", re.MULTILINE)
-MODES = ("overwrite", "append")
+MODES = MERGE_MODES
 
 
 @dataclass(frozen=True)
@@ -307,8 +307,7 @@ def planned_writes(vault: Vault, proposal: Proposal, *, mode: str, only: Iterabl
 
     Raises Conflict when the state the proposal was reviewed against has moved on.
     """
-    if mode not in MODES:
-        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    check_choice("mode", mode, MODES)
     catalog = vault.catalog()
     writes: list[Memory] = []
     wanted = set(only) if only is not None else None
