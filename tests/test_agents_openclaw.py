@@ -149,3 +149,31 @@ def test_legacy_memory_md_name(vault, tmp_path, name):
     ws.mkdir()
     (ws / name).write_text("## Notes\n- Prefer short answers\n", encoding="utf-8")
     assert len(api.import_openclaw(vault, ws).imported) == 1
+
+
+def test_memories_imported_from_other_assistants_come_in_too(vault, tmp_path):
+    """memory/imports/{codex,claude-code,hermes}/ holds what OpenClaw imported from other
+    assistants: those entries are memories like MEMORY.md's, marked with their assistant."""
+    ws = workspace(tmp_path / "ws")
+    (ws / "memory" / "imports" / "codex").mkdir(parents=True)
+    (ws / "memory" / "imports" / "codex" / "memories.md").write_text(
+        "## Repo\n- The CI runs on GitHub Actions\n", encoding="utf-8")
+    (ws / "memory" / "imports" / "claude-code").mkdir()
+    (ws / "memory" / "imports" / "claude-code" / "notes.md").write_text(
+        "- Always run the linter before committing <!-- importance: 8 -->\n", encoding="utf-8")
+    (ws / "memory" / "imports" / "hermes").mkdir()
+    (ws / "memory" / "imports" / "hermes" / "state.json").write_text("{}", encoding="utf-8")  # not markdown: left alone
+    r = api.import_openclaw(vault, ws)
+    assert len(r.imported) == 10
+    rows = by_summary(vault)
+    ci = vault.get(rows["The CI runs on GitHub Actions"]["id"])
+    assert ci.meta["x-openclaw-import"] == "codex" and ci.meta["x-openclaw-file"] == "memory/imports/codex/memories.md"
+    assert ci.meta["layer"] == "L2" and ci.meta["x-openclaw-section"] == "Repo"
+    lint = vault.get(rows["Always run the linter before committing"]["id"])
+    assert lint.meta["layer"] == "L3" and lint.meta["weight"] == 0.8 and lint.meta["x-openclaw-import"] == "claude-code"
+    assert api.validate_tree(vault) == []
+    assert api.import_openclaw(vault, ws).imported == ()
+    notes = ws / "memory" / "imports" / "codex" / "memories.md"
+    notes.write_text(notes.read_text(encoding="utf-8").replace("GitHub Actions", "Buildkite"), encoding="utf-8")
+    edited = api.import_openclaw(vault, ws)
+    assert len(edited.imported) == 1 and edited.superseded == (ci.id,)

@@ -179,3 +179,25 @@ def test_stdio_against_a_real_memrepo_mcp_subprocess(vault):
     assert r["memories"][0]["summary"] == "Do not restart the payment service"
     assert w["status"] == "active" and vault.get(w["id"]).meta["author"] == "stdio-agent"
     assert err.isError and "mem_missing" in err.content[0].text and "Traceback" not in err.content[0].text
+
+
+def test_the_tools_read_the_agents_private_vault(vault):
+    """memory_recall, memory_search, memory_get and the context resource read the acting
+    agent's private vault with the shared pool; another agent's server does not see it."""
+    from memrepo.team import scopes
+    memory = scopes.add(vault, {"scope": "private", "kind": "preference", "subject": "user",
+                                "summary": "The user wants dark mode dashboards"}, "dark mode for every dashboard",
+                        agent="analyst")
+
+    async def scenario(client: ClientSession):
+        recalled = data(await client.call_tool("memory_recall", {"text": "dark mode dashboards"}))
+        found = data(await client.call_tool("memory_search", {"query": "dark mode dashboards"}))
+        got = await client.call_tool("memory_get", {"id": memory.id})
+        context = (await client.read_resource("memrepo://context")).contents[0].text
+        return recalled, found, got, context
+    for agent, sees in (("analyst", True), ("executor", False)):
+        recalled, found, got, context = in_process(vault, scenario, agent=agent)
+        assert ("dark mode" in recalled["block"]) is sees
+        assert bool(found["hits"]) is sees
+        assert got.isError is not sees
+        assert ("dark mode" in context) is sees

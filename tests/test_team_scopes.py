@@ -98,3 +98,23 @@ def test_import_and_validate_refuse_private_memories_in_the_shared_vault(vault, 
     git(root, "commit", "-qam", "smuggled past the hook", "--no-verify")
     proc = cli(root, "validate", ok=False)
     assert proc.returncode == 1 and "private scope" in proc.stdout + proc.stderr
+
+
+def test_an_agents_recall_and_context_include_its_private_memories(vault):
+    """The agent that wrote a private memory gets it back where agents read: recall each turn,
+    context at session start, and the MCP tools; another agent does not."""
+    root = vault.root
+    cli(root, "--agent", "analyst", "add", "--scope", "private", "--kind", "preference", "--subject", "user",
+        "--summary", "The user wants dark mode dashboards", "--body", "dark mode for every dashboard")
+    cli(root, "add", "--summary", "The dashboards are built with Grafana", "--body", "grafana dashboards")
+    mine = json.loads(cli(root, "recall", "which dashboards mode", "--json", agent="analyst").stdout)
+    ids = {m["summary"] for m in mine["memories"]}
+    assert "The user wants dark mode dashboards" in ids
+    private = next(m for m in mine["memories"] if m["summary"].startswith("The user wants"))
+    assert private["path"].startswith(".memrepo/private/analyst/memories/") and (root / private["path"]).is_file()
+    theirs = json.loads(cli(root, "recall", "which dashboards mode", "--json", agent="executor").stdout)
+    assert "The user wants dark mode dashboards" not in {m["summary"] for m in theirs["memories"]}
+    assert "The user wants dark mode dashboards" in cli(root, "context", agent="analyst").stdout
+    assert "The user wants dark mode dashboards" not in cli(root, "context", agent="executor").stdout
+    assert "The user wants dark mode dashboards" not in cli(root, "context").stdout
+

@@ -5,7 +5,7 @@ preferences (for one subject when given), most important first, within a charact
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from memrepo.agents.recall import CONTEXT_HEADER, DEFAULT_BUDGET, Packed, memory_object, pack
 from memrepo.store.vault import Vault
@@ -33,11 +33,13 @@ def _importance(m: dict[str, Any]) -> tuple:
             _KIND_RANK.get(m["kind"], 9), m["id"])
 
 
-def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None = None) -> Packed:
-    """The session-start block: standing memories, most important first (weight, then layer)."""
+def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None = None,
+            also: Sequence[Vault] = ()) -> Packed:
+    """The session-start block: standing memories, most important first (weight, then layer).
+    ``also`` are more vaults read with it (the acting agent's private vault)."""
     from memrepo.errors import UsageError
     if budget < 1:
         raise UsageError("--budget must be a positive number of characters")
-    found = [memory_object(vault, r["path"]) for r in standing_rows(vault, subject)]
+    found = [memory_object(v, r["path"], shown_from=vault) for v in (vault, *also) for r in standing_rows(v, subject)]
     ordered = sorted((m for m in found if m is not None), key=_importance)
     return pack(ordered, budget, CONTEXT_HEADER)

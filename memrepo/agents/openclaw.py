@@ -2,7 +2,8 @@
 
 Import: ``MEMORY.md`` bullets (or ``##`` sections without bullets) become L2/L3 memories,
 ``USER.md`` directives memories about ``user``, ``memory/YYYY-MM-DD*.md`` entries L1 memories
-dated by their file. OpenClaw's inline comments are kept (``importance`` -> ``weight``,
+dated by their file, and the markdown files OpenClaw imported from other assistants
+(``memory/imports/<assistant>/``) memories like ``MEMORY.md``'s, marked ``x-openclaw-import``. OpenClaw's inline comments are kept (``importance`` -> ``weight``,
 ``trigger`` -> tags, ``project`` -> ``x-openclaw-project``, ``observed``/``status``). Ids are
 derived from the entry's file, section and text, so importing the same workspace twice adds
 nothing; curated entries also carry a positional fact key, so an entry edited in place
@@ -28,6 +29,7 @@ from memrepo.store.vault import Vault, atomic_write
 
 FILE_BUDGET = 20000
 USER_BUDGET = 4000
+IMPORTS_DIR = "memory/imports"   # memory/imports/<assistant>/: what OpenClaw imported from others
 _DAILY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(.+))?\.md$")
 _COMMENT_RE = re.compile(r"<!--\s*(.*?)\s*-->", re.S)
 _BULLET_RE = re.compile(r"^(\s*)[-*+]\s+(.*)$")
@@ -155,8 +157,17 @@ def _record(entry: Entry, *, layer: str, kind: str, subject: str, created: str |
     if c.get("status") == "superseded":
         fields["x-openclaw-status"] = "superseded"
     if layer != "L1":
-        fields["fact"] = f"openclaw.{_slug(Path(entry.file).stem)}.{_slug(entry.section)}.{entry.position}"
+        name = entry.file.removeprefix("memory/imports/").removesuffix(".md") if entry.file.startswith(IMPORTS_DIR) \
+            else Path(entry.file).stem
+        fields["fact"] = f"openclaw.{_slug(name)}.{_slug(entry.section)}.{entry.position}"
     return fields, entry.text + "\n"
+
+
+def _curated(path: Path, file: str, subject: str = "general") -> Iterator[tuple[dict[str, Any], str]]:
+    """MEMORY.md-like entries: L3 for principles, else L2, ``kind`` guessed from the words."""
+    for e in entries(path.read_text(encoding="utf-8"), file):
+        kind = _guess_kind(e.text)
+        yield _record(e, layer="L3" if kind == "principle" else "L2", kind=kind, subject=subject, created=None)
 
 
 def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
@@ -167,9 +178,7 @@ def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
     out = []
     curated = root / "MEMORY.md" if (root / "MEMORY.md").is_file() else root / "memory.md"
     if curated.is_file():
-        for e in entries(curated.read_text(encoding="utf-8"), "MEMORY.md"):
-            kind = _guess_kind(e.text)
-            out.append(_record(e, layer="L3" if kind == "principle" else "L2", kind=kind, subject="general", created=None))
+        out += _curated(curated, "MEMORY.md")
     if (root / "USER.md").is_file():
         for e in entries((root / "USER.md").read_text(encoding="utf-8"), "USER.md"):
             out.append(_record(e, layer="L2", kind="preference", subject="user", created=None))
@@ -185,6 +194,11 @@ def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
             if tail and not re.fullmatch(r"\d{4}", tail):
                 fields["session"] = tail
             out.append((fields, body))
+    imports = root / IMPORTS_DIR
+    for path in sorted(imports.glob("*/**/*.md")) if imports.is_dir() else []:
+        rel = path.relative_to(root).as_posix()
+        for fields, body in _curated(path, rel):
+            out.append(({**fields, "x-openclaw-import": path.relative_to(imports).parts[0]}, body))
     return out
 
 

@@ -8,7 +8,7 @@ is never exceeded. Nothing relevant gives an empty block: the agent injects noth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from memrepo.agents.transcript import latest_user_text
 from memrepo.store.vault import Vault
@@ -47,15 +47,21 @@ class Recall:
                 "nothing_relevant": self.nothing_relevant, "chars": self.packed.chars}
 
 
-def memory_object(vault: Vault, path: str, *, score: float | None = None) -> dict[str, Any] | None:
+def memory_object(vault: Vault, path: str, *, score: float | None = None, shown_from: Vault | None = None) -> dict[str, Any] | None:
     """The memory at ``path`` in the working tree as the agent-facing object, or None when
-    it cannot be read (a broken hand edit is skipped, never shown half-parsed)."""
+    it cannot be read (a broken hand edit is skipped, never shown half-parsed). With
+    ``shown_from`` (the shared vault, when ``vault`` is an agent's private one inside it) the
+    path is given from that vault's root."""
+    import os
+
     from memrepo.store.document import DocumentError, load_bytes
     try:
         parsed = load_bytes((vault.root / path).read_bytes(), path)
     except (OSError, DocumentError):
         return None
     m = parsed.meta
+    if shown_from is not None and shown_from.root != vault.root:
+        path = os.path.relpath(vault.root / path, shown_from.root).replace(os.sep, "/")
     return {"id": m.get("id"), "path": path, "layer": m.get("layer"), "kind": m.get("kind"),
             "subject": m.get("subject"), "fact": m.get("fact"), "summary": m.get("summary"),
             "body": parsed.body.strip(), "score": None if score is None else round(float(score), 4),
@@ -91,10 +97,13 @@ def pack(memories: Iterable[dict[str, Any]], budget: int, header: str) -> Packed
 
 
 def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: str | None = None,
-           subject: str | None = None, limit: int = DEFAULT_LIMIT, intent: str | None = None) -> Recall:
+           subject: str | None = None, limit: int = DEFAULT_LIMIT, intent: str | None = None,
+           also: Sequence[Vault] = ()) -> Recall:
     """The relevant active memories for ``text`` (a message or a transcript), packed into
     ``budget`` characters. With ``session`` the recall is logged (heat, co-recall); ``intent``
-    forces the retrieval route (``model.INTENTS``) instead of the guess from the text."""
+    forces the retrieval route (``model.INTENTS``) instead of the guess from the text.
+    ``also`` are more vaults searched with it (the acting agent's private vault: see
+    ``team.scopes.visible_vaults``); their hits are merged by score."""
     from memrepo.errors import UsageError
     from memrepo.retrieval import search
 
@@ -103,8 +112,12 @@ def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: st
     query = latest_user_text(text or "")
     if not query:
         return Recall("", Packed(), True)
-    result, _ = search.search(vault, query, limit=limit, subject=subject, session=session,
-                              log_recalls=session is not None, intent=intent)
-    found = (memory_object(vault, h.path, score=h.score) for h in result.hits)
+    hits = []
+    for v in (vault, *also):
+        result, _ = search.search(v, query, limit=limit, subject=subject, session=session,
+                                  log_recalls=session is not None, intent=intent)
+        hits += [(h.score, v, h) for h in result.hits]
+    hits.sort(key=lambda t: -t[0])
+    found = (memory_object(v, h.path, score=h.score, shown_from=vault) for _, v, h in hits[:limit])
     packed = pack((m for m in found if m is not None), budget, RECALL_HEADER)
     return Recall(query, packed, not packed.memories)

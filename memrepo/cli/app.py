@@ -305,7 +305,7 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        report = v.validate_vault(vault) if not paths else None
+        report = v.validate_vault(vault, progress=_progress("validate")) if not paths else None
         problems = report.problems if report else v.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:
@@ -526,7 +526,8 @@ def distill(now: Optional[str] = NowOpt,
     """Nightly distill: one speaker's L1 entries recurring on 3+ days (small talk left out) become L2 candidates."""
     from memrepo.lifecycle import distill_run
     with _vault() as vault:
-        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain)
+        report = distill_run.distill(vault, now=now, promote=promote, dry_run=dry_run, explain=explain,
+                                     progress=_progress("distill"))
     lines = [f"{c['id']}: {c['summary']} ({c['occurrences']}x: {', '.join(c['members'])})" for c in report.candidates]
     if explain:
         lines += [f"  kept {c['id']} (score {c['score']}): {c['why']}" for c in report.candidates]
@@ -550,7 +551,7 @@ def decay(now: Optional[str] = NowOpt,
     """Influence decay: archive cold memories (keystones protected); propose deleting dead ones."""
     from memrepo.lifecycle import decay_run
     with _vault() as vault:
-        report = decay_run.decay(vault, now=now, dry_run=dry_run)
+        report = decay_run.decay(vault, now=now, dry_run=dry_run, progress=_progress("decay"))
     lines = [f"{d['id']}: {d['action']}{' + delete candidate' if d['delete_candidate'] else ''} "
              f"({d['reason']})" for d in report.decisions if d["action"] != "keep"]
     if report.commit:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 
 
 class State:
@@ -162,6 +163,22 @@ def search(*, query, limit, subject, layer, kind, tag, since, deep, include_hist
 
 # ------------------------------------------------------------------ agents
 
+@contextmanager
+def _private_vaults(v):
+    """The acting agent's private vault (as a list: none without --agent or before its first
+    private write), read together with the shared one and closed afterwards."""
+    if not state.agent:
+        yield []
+        return
+    from memrepo.team import scopes
+    found = scopes.visible_vaults(v, state.agent)[1:]
+    try:
+        yield found
+    finally:
+        for private in found:
+            private.close()
+
+
 def _hook_safe(fn):
     """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
     runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2).
@@ -185,8 +202,8 @@ def recall(*, text, budget, session, subject, intent, hook, as_json) -> int | No
             query, sess = payload["prompt"], session or payload["session_id"]
         elif query is None:
             query = stdin_text()
-        with vault() as v:
-            return svc.recall(v, query, budget=budget, session=sess, subject=subject, intent=intent)
+        with vault() as v, _private_vaults(v) as also:
+            return svc.recall(v, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
     result, failed = _hook_safe(run) if hook else (run(), None)
     if failed:
         return failed
@@ -204,8 +221,8 @@ def context(*, budget, subject, hook, as_json) -> int | None:
     def run():
         if hook:
             hook_payload(stdin_text())
-        with vault() as v:
-            return svc.context(v, budget=budget, subject=subject)
+        with vault() as v, _private_vaults(v) as also:
+            return svc.context(v, budget=budget, subject=subject, also=also)
     packed, failed = _hook_safe(run) if hook else (run(), None)
     if failed:
         return failed

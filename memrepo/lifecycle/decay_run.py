@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from memrepo.errors import UsageError
 from memrepo.lifecycle.runs import free_proposal_id, read_main, removed_rows, resolve_now, run_log
@@ -36,10 +36,11 @@ def _stats(vault: Vault):
     return stats(vault)
 
 
-def build_graph(vault: Vault):
-    """The memory graph of main, with co-occurrence edges from the search statistics."""
+def build_graph(vault: Vault, *, progress: Callable[[int, int], None] | None = None):
+    """The memory graph of main, with co-occurrence edges from the search statistics;
+    ``progress(done, total)`` follows the reading of the memories."""
     from memrepo.lifecycle import graph
-    memories, _ = read_main(vault, vault.list())
+    memories, _ = read_main(vault, vault.list(), progress=progress)
     return graph.build_graph(_nodes(memories), _stats(vault).cooccurrences()), memories
 
 
@@ -88,8 +89,10 @@ class DecayReport:
         return asdict(self)
 
 
-def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool = False) -> DecayReport:
-    """Compute influence activity; archive the cold (one commit), propose deleting the dead."""
+def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> DecayReport:
+    """Compute influence activity; archive the cold (one commit), propose deleting the dead.
+    ``progress(done, total)`` follows the reading of main's memories, the long part."""
     from memrepo.lifecycle import decay as algo
     from memrepo.review import proposals
     when = resolve_now(now)
@@ -97,7 +100,7 @@ def decay(vault: Vault, *, now: str | dt.datetime | None = None, dry_run: bool =
     if not dry_run:
         vault.require_main_checkout()
     with vault.lock():
-        graph, memories = build_graph(vault)
+        graph, memories = build_graph(vault, progress=progress)
         recall = _with_writes(_stats(vault).recall_summary(), memories)
         activity = algo.compute_activity(graph, recall=recall, now=when, params=params)
         plan = algo.plan_archive(activity, graph, now=when, params=params)

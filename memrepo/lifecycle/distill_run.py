@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from memrepo.lifecycle.runs import free_proposal_id, read_main, resolve_now, run_log
 from memrepo.model import Memory, parse_timestamp
@@ -39,7 +39,7 @@ class DistillReport:
         return asdict(self)
 
 
-def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int):
+def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int, progress=None):
     from memrepo.lifecycle.distill import Entry
     since = now - dt.timedelta(days=window_days)
     rows = []
@@ -51,7 +51,7 @@ def _entries(vault: Vault, layer: str, now: dt.datetime, window_days: int):
             continue
         if since < created <= now:
             rows.append(row)
-    memories, bad = read_main(vault, rows)
+    memories, bad = read_main(vault, rows, progress=progress)
     entries = [Entry(id=m.id, created=str(m.meta.get("created", "")), session=m.meta.get("session"),
                      subject=str(m.meta.get("subject", "")), fact=m.meta.get("fact"), kind=str(m.meta.get("kind", "")),
                      summary=str(m.meta.get("summary", "")), body=m.body, tags=tuple(m.meta.get("tags", ())),
@@ -115,13 +115,15 @@ def _candidate_row(c) -> dict[str, Any]:
 
 
 def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool = False,
-            dry_run: bool = False, explain: bool = False) -> DistillReport:
+            dry_run: bool = False, explain: bool = False,
+            progress: Callable[[int, int], None] | None = None) -> DistillReport:
     """Find recurring L1 patterns (or L2 for ``promote``) and propose them on one branch.
 
     At most ``max_per_subject`` candidates per subject and ``max_per_run`` in all are proposed,
     best evidence first; the others are reported as ``capped`` and come back on the next run.
     ``explain`` adds the near misses: groups dropped as small talk, for mixed speakers, too few
-    days or a similarity below the bar.
+    days or a similarity below the bar. ``progress(done, total)`` follows the reading of the
+    window's entries.
     """
     from memrepo.lifecycle import distill as algo
     from memrepo.review import proposals
@@ -129,7 +131,7 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
     params = vault.config.section("promote" if promote else "distill")
     layer, target = ("L2", "L3") if promote else ("L1", "L2")
     with vault.lock():
-        entries, skipped = _entries(vault, layer, when, int(params["window_days"]))
+        entries, skipped = _entries(vault, layer, when, int(params["window_days"]), progress)
         known = known_patterns(vault)
         result = algo.find_patterns(entries, now=when, window_days=int(params["window_days"]),
                                     min_occurrences=int(params["min_occurrences"]), count_by=params["count_by"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from memrepo.errors import UsageError
 from memrepo.model import Memory, parse_timestamp
@@ -32,12 +32,17 @@ def resolve_now(now: str | dt.datetime | None) -> dt.datetime:
         raise UsageError(f"--now {now!r} is not a date: use YYYY-MM-DD or an ISO-8601 date-time") from None
 
 
-def read_main(vault: Vault, rows: list[dict]) -> tuple[list[Memory], list[tuple[str, str]]]:
-    """Memories of the given catalog rows as main holds them; unreadable ones with a reason."""
+def read_main(vault: Vault, rows: list[dict], *, progress: Callable[[int, int], None] | None = None
+              ) -> tuple[list[Memory], list[tuple[str, str]]]:
+    """Memories of the given catalog rows as main holds them; unreadable ones with a reason.
+    ``progress(done, total)`` is called about every 2 % and once at the end."""
     from memrepo.store.checks import check_bytes
     out, bad = [], []
+    step = max(len(rows) // 50, 1)
     with git.BlobReader(vault.root) as reader:
-        for row in rows:
+        for i, row in enumerate(rows):
+            if progress and i % step == 0:
+                progress(i, len(rows))
             try:
                 memory, problems = check_bytes(row["path"], reader.read(f"{vault.main_ref}:{row['path']}"))
             except Exception as e:  # a damaged file must not stop the nightly run
@@ -46,6 +51,8 @@ def read_main(vault: Vault, rows: list[dict]) -> tuple[list[Memory], list[tuple[
                 bad.append((row["id"], "; ".join(map(str, problems)) or "unreadable"))
             else:
                 out.append(memory)
+    if progress:
+        progress(len(rows), len(rows))
     return out, bad
 
 

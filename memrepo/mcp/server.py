@@ -46,6 +46,19 @@ class Memory:
     def close(self) -> None:
         self.vault.close()
 
+    def private(self) -> list:
+        """The agent's private vault, if it has one (opened per call: it may appear any time)."""
+        return api.visible_vaults(self.vault, self.agent)[1:] if self.agent else []
+
+    def read(self, fn):
+        """``fn(also)`` with the agent's private vault, closed afterwards."""
+        also = self.private()
+        try:
+            return fn(also)
+        finally:
+            for v in also:
+                v.close()
+
 
 def build_server(vault_path: str | None = None, agent: str | None = None) -> FastMCP:
     """An MCP server for the vault at ``vault_path`` (found as the CLI finds it when None)."""
@@ -60,7 +73,8 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         best first, within `budget` characters. Call it before answering anything that may depend on earlier
         work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
         def run():
-            r = api.recall(vault, text, budget=budget, session=session, subject=subject)
+            r = state.read(lambda also: api.recall(vault, text, budget=budget, session=session, subject=subject,
+                                                   also=also))
             return {"block": r.text, **r.as_dict()}
         return _result(run)
 
@@ -71,8 +85,9 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         Use memory_get for a full memory. `include_history` adds superseded versions (for 'what was it before?')."""
         def run():
             from memrepo.retrieval.search import result_dict
-            result, _ = api.search(vault, query, limit=limit, subject=subject, layer=layer, kind=kind, tag=tag,
-                                   history=include_history)
+            from memrepo.team import scopes
+            result, _ = scopes.search(vault, query, agent=state.agent, limit=limit, subject=subject, layer=layer,
+                                      kind=kind, tag=tag, history=include_history)
             return result_dict(result)
         return _result(run)
 
@@ -80,7 +95,8 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     def memory_get(id: str) -> CallToolResult:
         """One memory in full (front matter and body) by its id, as it is on the main branch."""
         def run():
-            m = vault.get(id)
+            from memrepo.team import scopes
+            m = scopes.get(vault, id, agent=state.agent)
             return {**dict(m.meta), "path": m.path, "body": m.body}
         return _result(run)
 
@@ -141,7 +157,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                      description="The session-start block: identity, principles, constraints and preferences.")
     def context_resource() -> str:
         try:
-            return api.context(vault).text
+            return state.read(lambda also: api.context(vault, also=also)).text
         except MemrepoError as e:
             return f"memrepo: {e}"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
@@ -41,20 +41,26 @@ def validate_tree(vault: Vault) -> list[Problem]:
     return validate_vault(vault).problems
 
 
-def validate_vault(vault: Vault) -> GateReport:
-    """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate."""
+def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> GateReport:
+    """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate;
+    ``progress(done, total)`` follows the reading of the files."""
     high: dict[str, str] = {}
-    rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high)
+    rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high, progress=progress)
     problems += check_rows(rows, RowSet(rows))
     report = gate.audit(vault, high)
     return GateReport(sorted(set(problems + report.problems)), report.overrides)
 
 
-def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None) -> tuple[list[Row], list[Problem]]:
+def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None,
+              progress: Callable[[int, int], None] | None = None) -> tuple[list[Row], list[Problem]]:
     """Rows of the readable memory files among ``rels`` and the problems of every file;
     ``high_risk`` collects the active high-risk ones (id -> path)."""
     rows, problems = [], []
-    for rel in rels:
+    rels = list(rels)
+    step = max(len(rels) // 50, 1)
+    for i, rel in enumerate(rels):
+        if progress and i % step == 0:
+            progress(i, len(rels))
         if not (vault.root / rel).exists() and not (vault.root / rel).is_symlink():
             problems.append(Problem(rel, "(file)", "does not exist"))
             continue
@@ -67,6 +73,8 @@ def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | 
             rows.append(row)
             if high_risk is not None and not found and row.status == "active" and gate.high_risk_reason(meta, vault.config):
                 high_risk[row.id] = rel
+    if progress:
+        progress(len(rels), len(rels))
     return rows, problems
 
 
