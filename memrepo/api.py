@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type 
 # name -> module that owns it
 _OWNERS = {
     "Vault": "memrepo.store.vault", "recover": "memrepo.store.vault",
-    "add": "memrepo.review.writes", "import_jsonl": "memrepo.review.writes",
+    "add": "memrepo.review.writes", "import_jsonl": "memrepo.review.writes", "add_files": "memrepo.review.writes",
     "list_proposals": "memrepo.review.proposals", "card": "memrepo.review.proposals",
     "apply": "memrepo.review.proposals", "reject": "memrepo.review.proposals",
     "push_proposal": "memrepo.review.proposals",

@@ -246,9 +246,20 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         body: Optional[str] = typer.Option(None, help="Markdown body (default: read from stdin when it is not a terminal)."),
         push: bool = typer.Option(False, "--push", help="If this becomes a proposal, push its branch for a pull request."),
         remote: str = typer.Option("origin", help="Remote for --push."),
+        files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
+        skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
         as_json: bool = JsonOpt):
-    """Write one memory. Low risk commits to main; high risk becomes a review proposal."""
-    return _run("add", locals())
+    """Write one memory. Low risk commits to main; high risk becomes a review proposal.
+
+    With --file, write hand-written memory files instead (the fields come from each file)."""
+    if files:
+        given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
+                 ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
+                 ("--affects", affects), ("--session", session), ("--scope", scope), ("--weight", weight),
+                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
+                 if value not in (None, [])]
+        return _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
+    return _run("add", {k: v for k, v in locals().items() if k != "given"})
 
 
 @app.command()
@@ -644,6 +655,26 @@ def schedule(install: bool = typer.Option(False, "--install", help="Write it for
             return
         files = lifecycle_schedule.schedule_text(vault, kind=timer, at=at)
     _out(files, as_json, "\n".join(f"# {name}\n{text}" if timer == "systemd" else text for name, text in files.items()))
+
+
+# ---- trust: hand-written memory files (add --file)
+
+def _add_files(files: List[Path], given: List[str], *, author: Optional[str], skip_invalid: bool, push: bool,
+               remote: str, as_json: bool) -> None:
+    from memrepo.errors import UsageError
+    from memrepo.review import writes as memories
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be combined with --file: the fields come from each file's front matter")
+    with _vault() as vault:
+        result = memories.add_files(vault, files, skip_invalid=skip_invalid, author=author, push=push, remote=remote)
+    for p in result.skipped:
+        typer.echo(f"skipped {p}", err=True)
+    lines = []
+    for w in result.written:
+        where = f"commit {w.commit[:12]}" if w.commit else f"proposal {w.proposal} (review: memrepo review {w.proposal})"
+        lines.append(f"{w.id} {w.status} ({w.risk} risk: {w.risk_reason}) -> {where}")
+    lines += [f"took over {path} (its memory is now written by memrepo)" for path in result.taken]
+    _out(result.as_dict(), as_json, "\n".join(lines) or "nothing written")
 
 
 # ---- recovery (a write killed half-way)

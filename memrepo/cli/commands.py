@@ -102,7 +102,9 @@ def checked_option(name: str, value):
 # ------------------------------------------------------------------ write
 
 def add(*, subject, fact, kind, layer, summary, source, author, tag, link, evidence, affects, session, scope,
-        weight, confidence, expires, memory_id, body, push, remote, as_json) -> None:
+        weight, confidence, expires, memory_id, body, push, remote, files, skip_invalid, as_json) -> None:
+    if files:  # hand-written files: the typer command's _add_files (memrepo/cli/app.py) writes them
+        raise BadParameter("--file")
     from memrepo.review import writes as memories
     if body is None:
         body = stdin_text()

@@ -106,7 +106,7 @@ def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
                 mine.setdefault(memory_id, []).append(ch)
         for memory_id, chs in mine.items():
             history[memory_id].append((entry, chs))
-    applied = {sha for _ref, sha in _refs(vault, "refs/memrepo/applied/")}
+    applied = _genuine_applied(vault)
     problems, overrides = [], []
     with git.BlobReader(vault.root) as reader:
         states = _StateCache(reader, vault.config)
@@ -164,13 +164,14 @@ def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied:
             return None
         entry, _before, after, changes = steps[j]
         found = git_trailers(entry.body)
-        if entry.commit in applied or found.get("Memrepo-Action") in _TRUSTED_ACTIONS:
+        new = [c for c in changes if c.new_sha != git.ZERO
+               and (state := states(c.new_sha, c.path)) is not None and state.active_high]
+        if entry.commit in applied or (new and _trusted_action(vault, entry, found, new[0], states)):
             return None
         if found.get(OVERRIDE_TRAILER):
             return entry, "", found[OVERRIDE_TRAILER]
-        new = [c for c in changes if c.new_sha != git.ZERO
-               and (state := states(c.new_sha, c.path)) is not None and state.active_high]
-        if new and _from_pushed_proposal(vault, entry, memory_id, new[0].new_sha):
+        if new and (_from_pushed_proposal(vault, entry, memory_id, new[0].new_sha)
+                    or _squash_of_pushed_proposal(vault, memory_id, new[0], states)):
             return None
         restored = _restored_from(steps, j, next(s for s in after if s.active_high).key)
         if restored is None:
@@ -178,6 +179,48 @@ def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied:
             return entry, reason, None
         i = restored
     return None
+
+
+def _trusted_action(vault: Vault, entry: git.LogEntry, found: Mapping[str, str], change: git.RawChange,
+                   states: _StateCache) -> bool:
+    """A memrepo commit whose kind may activate a high-risk memory, checked against what such a
+    commit can do, so a hand commit that only copies the trailer is still seen:
+
+    * ``import`` adds new files written as ``source: import``; it never edits a memory;
+    * ``arbitrate`` settles a supersede by policy: the memory's sole high-risk reason is that
+      it overrides a state (a high-risk kind always goes to review);
+    * ``sync`` merges another clone's main: the version it activates is the other side's.
+    """
+    action = found.get("Memrepo-Action")
+    if action not in _TRUSTED_ACTIONS:
+        return False
+    meta = _meta_of(states, [change])
+    if action == "import":
+        return change.status == "A" and meta.get("source") == "import"
+    if action == "arbitrate":
+        return not risk.assess(meta, RowSet(), vault.config).high
+    if len(entry.parents) < 2:
+        return False
+    theirs = git.run(vault.root, "rev-parse", "-q", "--verify", f"{entry.parents[1]}:{change.path}", check=False).strip()
+    state = states(theirs, change.path) if theirs else None
+    return state is not None and state.active_high
+
+
+def _squash_of_pushed_proposal(vault: Vault, memory_id: str, change: git.RawChange, states: _StateCache) -> bool:
+    """True when the commit holds, byte for byte, the version the "activate on merge" commit of
+    the memory's pushed proposal holds (a squash or rebase merge on a forge copies it)."""
+    pid = _meta_of(states, [change]).get("proposal")
+    if not isinstance(pid, str) or not pid:
+        return False
+    refs = git.ref_messages(vault.root, f"refs/heads/proposal/{pid}") | git.ref_messages(vault.root, f"refs/remotes/*/proposal/{pid}")
+    for ref, (_tip, message) in refs.items():
+        t = git_trailers(message)
+        if t.get("Memrepo-Action") != "activate" or t.get("Memrepo-Proposal") != pid:
+            continue
+        held = git.run(vault.root, "rev-parse", "-q", "--verify", f"{ref}:{change.path}", check=False).strip()
+        if held == change.new_sha:
+            return True
+    return False
 
 
 def _restored_from(steps, j: int, key: str) -> int | None:
@@ -228,6 +271,18 @@ def _status_at(vault: Vault, rev: str, memory_id: str) -> str | None:
         return None
     memory, _ = check_bytes(path, git.read_blob(vault.root, f"{rev}:{path}"))
     return memory.meta.get("status") if memory else None
+
+
+def _genuine_applied(vault: Vault) -> set[str]:
+    """The commits of ``refs/memrepo/applied/<id>`` markers that are ``memrepo apply`` merges of
+    that very proposal: a marker pointed at a hand commit (``git update-ref``) vouches for nothing.
+    (A marker ``memrepo sync`` records for a forge merge is checked as that merge instead.)"""
+    found = set()
+    for ref, (sha, message) in git.ref_messages(vault.root, "refs/memrepo/applied/").items():
+        t = git_trailers(message)
+        if t.get("Memrepo-Action") == "apply" and t.get("Memrepo-Proposal") == ref.rsplit("/", 1)[-1]:
+            found.add(sha)
+    return found
 
 
 def git_trailers(message: str) -> dict[str, str]:

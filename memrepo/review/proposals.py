@@ -201,9 +201,16 @@ def _load(vault: Vault, pid: str, tip: str, status: str, branch: str, outcome: d
 
 
 def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Proposal]:
-    """Open proposals (and, with ``include_closed``, applied and rejected ones)."""
-    found = [_load(vault, ref.removeprefix("refs/heads/" + BRANCH_PREFIX), sha, "open", ref.removeprefix("refs/heads/"), {})
-             for ref, sha in _refs(vault, "refs/heads/" + BRANCH_PREFIX)]
+    """Open proposals (and, with ``include_closed``, applied and rejected ones). A pushed
+    proposal whose branch main already contains was merged on the forge: it is applied."""
+    merged = _merged_on_main(vault)
+    found = []
+    for ref, sha in _refs(vault, "refs/heads/" + BRANCH_PREFIX):
+        pid = ref.removeprefix("refs/heads/" + BRANCH_PREFIX)
+        if ref not in merged:
+            found.append(_load(vault, pid, sha, "open", ref.removeprefix("refs/heads/"), {}))
+        elif include_closed and not _closed_ref(vault, pid):
+            found.append(_forge_merged(vault, pid, sha))
     if include_closed:
         undone = _reverts(vault)
         for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
@@ -214,6 +221,38 @@ def list_proposals(vault: Vault, *, include_closed: bool = False) -> list[Propos
                     proposal = replace(proposal, outcome={**proposal.outcome, "reverted": undone[sha]})
                 found.append(proposal)
     return sorted(found, key=lambda p: (p.created, p.id))
+
+
+def open_ids(vault: Vault) -> dict[str, str]:
+    """Memory id -> open proposal id, for every memory an open proposal carries: one git call
+    (the ids are in the tip's trailers), plus one for a branch whose tip lacks them."""
+    found: dict[str, str] = {}
+    prefix = "refs/heads/" + BRANCH_PREFIX
+    for ref, (_tip, message) in git.ref_messages(vault.root, prefix).items():
+        t = trailers(message)
+        if not t.get("Memrepo-Ids"):
+            try:
+                t = _proposal_commit(vault, ref)[1]
+            except InvalidMemory:
+                continue  # not a memrepo proposal: nothing it carries was announced
+        for memory_id in filter(None, t.get("Memrepo-Ids", "").split(",")):
+            found.setdefault(memory_id, ref.removeprefix(prefix))
+    return found
+
+
+def _merged_on_main(vault: Vault) -> set[str]:
+    """Proposal branches whose "activate on merge" tip main contains: merged on a forge and
+    brought in by a pull or a sync (one git call)."""
+    found = git.ref_messages(vault.root, "refs/heads/" + BRANCH_PREFIX, merged_into=vault.main_ref)
+    return {ref for ref, (_tip, message) in found.items() if trailers(message).get("Memrepo-Action") == "activate"}
+
+
+def _forge_merged(vault: Vault, pid: str, tip: str) -> Proposal:
+    """An open branch main contains: applied by the merge that brought it in."""
+    merge = git.merge_commit_of(vault.root, tip, vault.main_ref) or tip  # a fast-forward: the tip itself
+    entry = git.log(vault.root, merge, extra=["-n", "1"])[0]
+    outcome = {"by": entry.author, "at": entry.date, "commit": merge, "via": "merge of the pushed branch"}
+    return _load(vault, pid, tip, "applied", BRANCH_PREFIX + pid, outcome)
 
 
 def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
@@ -244,7 +283,10 @@ def get(vault: Vault, ref: str) -> Proposal:
     pid = ref.removeprefix(BRANCH_PREFIX)
     sha = git.rev_parse(vault.root, f"refs/heads/{BRANCH_PREFIX}{pid}")
     if sha:
-        return _load(vault, pid, sha, "open", BRANCH_PREFIX + pid, {})
+        if f"refs/heads/{BRANCH_PREFIX}{pid}" not in _merged_on_main(vault):
+            return _load(vault, pid, sha, "open", BRANCH_PREFIX + pid, {})
+        if not _closed_ref(vault, pid):
+            return _forge_merged(vault, pid, sha)
     for prefix, status in ((APPLIED_PREFIX, "applied"), (REJECTED_PREFIX, "rejected")):
         sha = git.rev_parse(vault.root, prefix + pid)
         if sha:
@@ -451,7 +493,7 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
     deletes = planned_deletes(vault, proposal)
     message = (f"memrepo: activate {proposal.id} on merge\n\nMerging this branch applies proposal {proposal.id}: "
                f"the memories become active and what they supersede becomes superseded.\n\n"
-               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\n")
+               f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n")
     with vault.lock(reentrant=True):
         vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
                      expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memrepo.errors import Conflict, NotFound
+from memrepo.errors import Conflict, InvalidMemory, NotFound
 from memrepo.model import MEMORY_ROOTS, Memory, now_iso
 from memrepo.review.proposals import trailers
 from memrepo.store import faults, git
@@ -73,8 +73,9 @@ class Why:
             "written_by": m.get("author"), "source": m.get("source"), "created": m.get("created"),
             "risk": m.get("risk"), "risk_reason": m.get("risk_reason"),
             "activated_in": e.commit, "activated_at": e.date, "committed_by": e.author,
-            "action": t.get("Memrepo-Action", "hand commit"),
-            "proposal": self.proposal, "applied_by": t.get("Memrepo-Reviewer"),
+            "action": t.get("Memrepo-Action") or ("merge" if self.proposal else "hand commit"),
+            "proposal": self.proposal,
+            "applied_by": t.get("Memrepo-Reviewer") or (e.author if self.proposal and "via" in self.proposal else None),
             "supersedes": ({"id": self.superseded.id, "summary": self.superseded.meta.get("summary")}
                            if self.superseded else None),
             "evidence": list(m.get("evidence", ())), "rollback_point": e.parents[0] if e.parents else None,
@@ -86,15 +87,34 @@ def why(vault: Vault, memory_id: str) -> Why:
     entry = activation(vault, memory_id)
     t = trailers(entry.body)
     proposal = None
-    if t.get("Memrepo-Proposal"):
+    pid = t.get("Memrepo-Proposal") or _merged_proposal(vault, memory, entry)
+    if pid:
         from memrepo.review import proposals
-        p = proposals.get(vault, t["Memrepo-Proposal"])
+        p = proposals.get(vault, pid)
         proposal = {"id": p.id, "proposed_by": p.author, "proposed_at": p.created, "reason": p.reason,
-                    "status": p.status}
+                    "status": p.status, **({"via": p.outcome["via"]} if p.outcome.get("via") else {})}
+        if not t.get("Memrepo-Proposal"):
+            proposal["via"] = p.outcome.get("via") or "merge of the pushed branch"
     old = None
     if memory.meta.get("supersedes"):
         _, old = _status_at(vault, entry.commit, memory.meta["supersedes"])
     return Why(memory, entry, proposal, old)
+
+
+def _merged_proposal(vault: Vault, memory: Memory, entry: git.LogEntry) -> str | None:
+    """The pushed proposal whose merge (on a forge, then pulled or synced) is ``entry``: the
+    memory names it, it carries the memory, and it was applied by this very commit."""
+    pid = memory.meta.get("proposal")
+    if not isinstance(pid, str) or not pid:
+        return None
+    from memrepo.review import proposals
+    try:
+        p = proposals.get(vault, pid)
+    except (NotFound, InvalidMemory):
+        return None
+    if p.status == "applied" and memory.id in p.ids and entry.commit in (p.outcome.get("commit"), p.tip):
+        return p.id
+    return None
 
 
 # ------------------------------------------------------------------ rollback
@@ -135,6 +155,7 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
         if current.path in deletes:
             deletes.remove(current.path)
             writes.append(current.evolve(status="rolled_back", updated=now_iso()))
+        _refuse_emptying_a_restored_fact(current, entry, writes)
         vault.check_new(writes, deleted=[])
         faults.point("rollback-checked")
         message = (f"memrepo: rollback {memory_id}: revert {entry.commit[:12]}\n\n"
@@ -144,6 +165,22 @@ def rollback(vault: Vault, memory_id: str, *, reason: str = "") -> str:
                    + (f"\n{reason.strip()}\n" if reason.strip() else "")
                    + f"\nMemrepo-Action: rollback\nMemrepo-Id: {memory_id}\nMemrepo-Reverts: {entry.commit}\n")
         return vault.commit(writes=writes, deletes=deletes, message=message).commit
+
+
+def _refuse_emptying_a_restored_fact(current: Memory, entry: git.LogEntry, writes: list[Memory]) -> None:
+    """A memory made active again by the rollback of what superseded it is the fact's value now;
+    undoing that restoration would leave the fact with no active version (the version it would
+    return to names, as its successor, a memory that was rolled back)."""
+    undo = trailers(entry.body).get("Memrepo-Action") == "rollback" or "This reverts " in entry.body
+    if not current.key or not undo:
+        return
+    if any(m.key == current.key and m.meta.get("status") == "active" for m in writes):
+        return
+    subject, fact = current.key
+    raise Conflict(f"{current.id} is active again since {entry.commit[:12]} ({entry.subject}) restored it; rolling it "
+                   f"back would leave ({subject}, {fact}) with no active version. To change the value, write the new "
+                   f"one with 'memrepo add --subject {subject} --fact {fact} ...' (it supersedes {current.id} through "
+                   "review); nothing changed")
 
 
 # ------------------------------------------------------------------ history

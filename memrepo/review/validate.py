@@ -141,6 +141,10 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
     problems = []
     for row, memory in rows:
+        if row.status == "pending_review":
+            if not merge_head:  # a merge brings another history's files: not this person's hand edit
+                problems += _pending_by_hand(vault, catalog, row)
+            continue
         if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
         before = catalog.with_id(row.id)
@@ -154,9 +158,20 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
         if decision.high:
             problems.append(Problem(row.path, "status", (
                 f"high-risk memory ({decision.reason}) cannot become active by a plain commit; "
-                "propose it ('memrepo add ...' routes it, or set status: pending_review), or override "
-                "deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
+                + (f"send it to review with 'memrepo add --file {row.path}' (it opens a proposal), " if not before else
+                   "write the new version as a new memory (a new id) and send it to review with "
+                   "'memrepo add --file PATH', ") +
+                "or override deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
+
+
+def _pending_by_hand(vault: Vault, catalog, row: Row) -> list[Problem]:
+    """A new ``pending_review`` file committed to main sits in no proposal: nobody would review it."""
+    if any(r.status == "pending_review" for r in catalog.with_id(row.id)):
+        return []  # already on main as pending (an older vault, or an edit of such a file)
+    return [Problem(row.path, "status", (
+        "pending_review by a plain commit puts it in no proposal, so nobody reviews it; "
+        f"run 'memrepo add --file {row.path}' instead (it checks the file and opens the proposal)"))]
 
 
 def _was_high(vault: Vault, path: str) -> bool:

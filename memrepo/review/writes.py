@@ -102,14 +102,19 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
-        return write_locked(vault, memory, push=push, remote=remote, review=review)
+        return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")))
 
 
 def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
-                 review: str | None = None) -> WriteResult:
-    """The rest of :func:`add` for a caller that already holds the vault lock on main."""
+                 review: str | None = None, given_id: bool = True) -> WriteResult:
+    """The rest of :func:`add` for a caller that already holds the vault lock on main.
+
+    ``given_id`` False says the id was just generated: no open proposal can carry it, so the
+    proposal branches are not read."""
     catalog = vault.catalog()
     taken = check_new_ids([Row.of(memory)], catalog)
+    if given_id and not taken:
+        taken = pending_elsewhere(vault, [Row.of(memory)])
     if taken:
         raise InvalidMemory(taken, "nothing was written")
     decision = risk.assess(memory.meta, catalog, vault.config)
@@ -132,6 +137,17 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
     result = vault.commit(writes=writes, message=message_for("add", memory))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
+
+
+def pending_elsewhere(vault: Vault, rows: list[Row]) -> list[Problem]:
+    """A new memory must not take an id an open proposal carries: applying that proposal
+    would then overwrite it (or it would overwrite the reviewed one)."""
+    from memrepo.review import proposals
+    pending = proposals.open_ids(vault) if rows else {}
+    return [Problem(r.path, "id", (
+        f"{r.id!r} is already pending in proposal {pending[r.id]} (see 'memrepo review {pending[r.id]}'); "
+        "a new memory needs a new id: leave the id out to get a fresh one, or apply or reject that proposal first"))
+        for r in rows if r.id in pending]
 
 
 def _refuse_given_status(fields: dict[str, Any]) -> None:
@@ -284,6 +300,152 @@ def _cross_check(vault: Vault, memories: list[Memory], name: str, line_of: dict[
     """Invariants across the batch and against the vault; drops the memories that fail."""
     rows = [Row.of(m) for m in memories]
     found = check_new_ids(rows, vault.catalog()) + check_rows(rows, Overlay(vault.catalog(), rows))
+    found += pending_elsewhere(vault, [r for r in rows if r.path not in {p.path for p in found}])
     bad_paths = {p.path for p in found}
     problems = [Problem(f"{name}:line {line_of.get(p.path, '?')}", p.field, p.message) for p in found]
     return [m for m in memories if m.path not in bad_paths], problems
+
+
+# ------------------------------------------------------------------ hand-written files
+
+HAND_STATUSES = (None, "active", "pending_review")
+_DECIDED_HERE = ("risk", "risk_reason", "proposal", "rollback_point")  # memrepo's bookkeeping, not the writer's
+
+
+@dataclass(frozen=True)
+class FilesResult:
+    written: tuple[WriteResult, ...]
+    skipped: tuple[Problem, ...] = ()
+    taken: tuple[str, ...] = ()    # hand files inside the vault now held by memrepo (removed from the checkout)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"written": [w.as_dict() for w in self.written], "skipped": [str(p) for p in self.skipped],
+                "taken": list(self.taken)}
+
+
+@dataclass(frozen=True)
+class _HandFile:
+    shown: str           # the path as the person gave it (problems name it)
+    source: Path
+    memory: Memory
+    review: str | None   # the file asked for review (status: pending_review)
+
+
+def hand_files(paths: list[Path]) -> list[Path]:
+    """The files to read: each given file, and every ``*.md`` file under a given folder."""
+    found: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found += sorted(q for q in p.rglob("*.md") if q.is_file() and not q.name.startswith("."))
+        elif p.is_file():
+            found.append(p)
+        else:
+            from memrepo.errors import NotFound
+            raise NotFound(f"{p}: no such file or folder (nothing was written)")
+    if not found:
+        raise UsageError(f"no memory files (*.md) in {', '.join(map(str, paths))} (nothing was written)")
+    return list(dict.fromkeys(found))
+
+
+def _read_hand_file(vault: Vault, source: Path, *, author: str | None) -> tuple[_HandFile | None, list[Problem]]:
+    from memrepo.store import document
+    shown = str(source)
+    try:
+        parsed = document.load_bytes(source.read_bytes(), shown)
+    except OSError as e:
+        return None, [Problem(shown, "(file)", f"cannot be read: {e.strerror}")]
+    except document.DocumentError as e:
+        return None, [e.problem]
+    meta = dict(parsed.meta)
+    status = meta.pop("status", None)
+    if status not in HAND_STATUSES:
+        return None, [Problem(shown, "status", (
+            f"{status!r}: a hand-written memory comes in as 'active' (the risk check decides) or 'pending_review' "
+            "(it goes to review); other statuses are set by memrepo's own commands"))]
+    for key in _DECIDED_HERE:
+        meta.pop(key, None)
+    memory = build(meta, parsed.body, author=author or meta.get("author") or default_author(vault))
+    review = f"hand-written file {source.name} asks for review (status: pending_review)" if status == "pending_review" else None
+    found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+    found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
+    return _HandFile(shown, source, memory, review), [_named(p, shown) for p in found]
+
+
+def _named(problem: Problem, shown: str) -> Problem:
+    """A problem found on the memory's vault path, said of the file the person gave."""
+    return Problem(shown, problem.field, problem.message, problem.line)
+
+
+def add_files(vault: Vault, paths: list[str | os.PathLike], *, skip_invalid: bool = False, author: str | None = None,
+              push: bool = False, remote: str = "origin") -> FilesResult:
+    """Write hand-written memory files (front matter + body) through the normal write path.
+
+    Each file is what ``add`` would write: the same checks, the id refused when the vault or an
+    open proposal has it, low risk committed to main, high risk (or ``status: pending_review``)
+    opened as a proposal. Every file is checked before anything is written: one bad file and
+    nothing is written (``skip_invalid`` writes the others). A file inside the vault's memory
+    folders that main does not hold is taken over: memrepo removes it from the checkout, as its
+    memory is now on main (at its canonical place) or in a proposal.
+    """
+    sources = hand_files([Path(p) for p in paths])
+    items: list[_HandFile] = []
+    problems: list[Problem] = []
+    first_of: dict[str, str] = {}
+    for source in sources:
+        item, found = _read_hand_file(vault, source, author=author)
+        if item is not None and item.memory.id in first_of:
+            found.append(Problem(item.shown, "id", f"{item.memory.id!r} is also the id in {first_of[item.memory.id]}; ids must be unique"))
+        problems += found
+        if item is not None and not found:
+            items.append(item)
+            first_of[item.memory.id] = item.shown
+    with vault.lock():
+        vault.require_main_checkout()
+        rows = [Row.of(i.memory) for i in items]
+        shown = {i.memory.path: i.shown for i in items}
+        found = check_new_ids(rows, vault.catalog())
+        found += pending_elsewhere(vault, [r for r in rows if r.path not in {p.path for p in found}])
+        pending = [Row.of(i.memory.evolve(status="pending_review")) for i in items]
+        found += [p for p in check_rows(pending, Overlay(vault.catalog(), pending)) if p.field != "status"]
+        problems += [_named(p, shown.get(p.path, p.path)) for p in found]
+        bad = {p.path for p in found}
+        items = [i for i in items if i.memory.path not in bad]
+        if problems and not skip_invalid:
+            raise InvalidMemory(sorted(set(problems)), "nothing was written; fix these files, or pass --skip-invalid to write the others")
+        taken = _take_over(vault, items)
+        written: list[WriteResult] = []
+        try:
+            for item in items:
+                written.append(write_locked(vault, item.memory, push=push, remote=remote, review=item.review))
+        except BaseException:
+            _give_back(vault, taken, done={w.id for w in written})
+            raise
+    return FilesResult(tuple(written), tuple(sorted(set(problems))), tuple(sorted(taken)))
+
+
+def _take_over(vault: Vault, items: list[_HandFile]) -> dict[str, tuple[str, bytes]]:
+    """Remove from the checkout (and the index) the hand files inside the vault that main does not
+    hold: memrepo writes their memory now, and an untracked copy would stand in its way."""
+    from memrepo.model import MEMORY_ROOTS
+    taken: dict[str, tuple[str, bytes]] = {}
+    for item in items:
+        try:
+            rel = item.source.resolve().relative_to(vault.root).as_posix()
+        except ValueError:
+            continue  # outside the vault: the person's file stays where it is
+        if rel.split("/", 1)[0] not in MEMORY_ROOTS or git.exists(vault.root, f"{vault.main_ref}:{rel}"):
+            continue
+        taken[rel] = (item.memory.id, item.source.read_bytes())
+    for rel in taken:
+        (vault.root / rel).unlink()
+    git.update_index(vault.root, list(taken))
+    return taken
+
+
+def _give_back(vault: Vault, taken: dict[str, tuple[str, bytes]], *, done: set[str]) -> None:
+    """Put back the hand files whose memory was not written (a write failed half-way)."""
+    for rel, (memory_id, data) in taken.items():
+        target = vault.root / rel
+        if memory_id not in done and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)

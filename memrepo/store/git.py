@@ -467,6 +467,15 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
     return proc.returncode == 0
 
 
+def ref_messages(root: Path, pattern: str, *, merged_into: str | None = None) -> dict[str, tuple[str, str]]:
+    """ref -> (tip commit, its full message), for every ref matching ``pattern`` (one call);
+    with ``merged_into``, only the refs whose tip that commit already contains."""
+    merged = [f"--merged={merged_into}"] if merged_into else []
+    out = run(root, "for-each-ref", *merged, "--format=%(refname)%1f%(objectname)%1f%(contents)%1e", pattern)
+    parts = (rec.strip("\n").split("\x1f", 2) for rec in out.split("\x1e"))
+    return {p[0]: (p[1], p[2]) for p in parts if len(p) == 3}
+
+
 def refs(root: Path, pattern: str) -> dict[str, str]:
     """ref -> commit for every ref matching ``pattern`` (a for-each-ref pattern)."""
     out = run(root, "for-each-ref", "--format=%(refname)%09%(objectname)", pattern)
