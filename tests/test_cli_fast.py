@@ -52,6 +52,7 @@ CASES = [
     (["--vault", V, "add", "--summary"], "", False),
     (["--vault", V, "add", "--push=yes", "--summary", "x"], "", False),
     (["--vault", V, "add", "stray", "--summary", "x"], "", False),
+    (["--vault", V, "add", "--file", "nowhere.md"], "", False),
     (["--vault", V, "add", "--help"], "", False),
     (["--vault", V, "--version", "add"], "", False),
     (["--vault", V, "add", "--", "--summary"], "", False),
