@@ -11,18 +11,22 @@ from the wheel, load from the unpacked cache, query encoding p50 for an English 
 """
 from __future__ import annotations
 
-import argparse
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
+# bench/secrets.py would shadow the standard library's secrets (numpy.random imports it)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from memrepo.retrieval import embed
-from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from memrepo.retrieval import embed  # noqa: E402
+from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore  # noqa: E402
 
 
 def pct(xs, p):

