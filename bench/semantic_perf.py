@@ -56,6 +56,18 @@ def main(argv=None) -> int:
         loads = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
                  for _ in range(5)]
         print(f"load in a fresh process (numpy import included) p50 {statistics.median(loads):.0f} ms")
+        # resident memory of the vectors: a fresh process's RSS (VmRSS; ru_maxrss would carry this
+        # process's peak over the exec) after the imports, and after the load plus one unfiltered
+        # top-30, which touches every row of the memory map
+        code = ("import numpy; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore\n"
+                "def rss(): return int([x for x in open('/proc/self/status') if x.startswith('VmRSS')][0].split()[1])\n"
+                f"r0 = rss(); s = VectorStore(Path({str(store.dir)!r})).load()\n"
+                "s.top(numpy.ones(%d, dtype=numpy.float32) / %d ** 0.5, 30, statuses={'active'}); print(r0, rss())"
+                ) % (embed.DIM, embed.DIM)
+        r0, r1 = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split())
+        print(f"resident memory of the loaded vectors (RSS after load + one top-30 minus after imports): "
+              f"{(r1 - r0) / 1024:.0f} MB (process total {r1 / 1024:.0f} MB)")
         snap = store.load()
         qs = rng.standard_normal((args.queries, embed.DIM), dtype=np.float32)
         for label, kw in (("unfiltered", {}), ("one subject (2%)", {"subject": "subject-3"})):

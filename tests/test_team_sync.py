@@ -255,3 +255,47 @@ def test_random_sync_interleavings_converge(tmp_path_factory, ops):
     proposals = git(roots[0], "log", "--all", "--format=%B")
     for memory_id in acked:  # written to main, or reinforced into an existing one, or kept on a proposal
         assert memory_id in present or memory_id in proposals
+
+
+def _server_branches(server: Path) -> set[str]:
+    return set(git(server, "for-each-ref", "--format=%(refname)", "refs/heads/proposal/").split())
+
+
+def test_a_closed_proposals_branch_leaves_the_remote_it_was_pushed_to(tmp_path):
+    """apply/reject delete the pushed proposal branch on its remote; unreachable then, the
+    next sync does it; a branch someone moved on the remote is kept (compare-and-delete)."""
+    server = make_server(tmp_path)
+    a = first_clone(tmp_path, str(server))
+
+    def proposal(summary: str) -> str:
+        return json.loads(cli(a, "add", "--kind", "constraint", "--summary", summary, "--json").stdout)["proposal"]
+
+    applied = proposal("Never deploy on Friday")
+    cli(a, "proposals", "push", applied)
+    assert _server_branches(server) == {f"refs/heads/proposal/{applied}"}
+    out = cli(a, "apply", applied).stdout
+    assert f"deleted branch origin/proposal/{applied}" in out and _server_branches(server) == set()
+
+    rejected = proposal("Never deploy on Monday")
+    cli(a, "sync")
+    assert _server_branches(server) == {f"refs/heads/proposal/{rejected}"}
+    server.rename(tmp_path / "away.git")
+    out = json.loads(cli(a, "reject", rejected, "--why", "too strict", "--json").stdout)
+    assert out["remote_branches"][f"origin/proposal/{rejected}"].startswith("kept: origin could not be reached")
+    (tmp_path / "away.git").rename(server)
+    synced = json.loads(cli(a, "sync", "--json").stdout)
+    assert synced["deleted"] == [f"proposal/{rejected}"] and _server_branches(server) == set()
+    assert git(server, "rev-parse", f"refs/memrepo/rejected/{rejected}").strip()  # the record stays
+
+    moved = proposal("Never deploy at night")
+    cli(a, "proposals", "push", moved)
+    b = clone(tmp_path, str(server), "b")
+    git(b, "fetch", "-q", "origin", f"proposal/{moved}:proposal/{moved}")
+    git(b, "checkout", "-q", f"proposal/{moved}")
+    (b / "NOTE.md").write_text("review note\n", encoding="utf-8")
+    git(b, "add", "NOTE.md")
+    git(b, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "a reviewer's note")
+    git(b, "push", "-q", "origin", f"proposal/{moved}")
+    out = json.loads(cli(a, "reject", moved, "--why", "not now", "--json").stdout)
+    assert out["remote_branches"][f"origin/proposal/{moved}"].startswith("rejected")
+    assert f"refs/heads/proposal/{moved}" in _server_branches(server)  # the reviewer's work is kept

@@ -418,8 +418,16 @@ def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
     from memrepo.review import proposals
     with _vault() as vault:
         commit = proposals.apply(vault, proposal_id, mode=mode, only=only or None)
-    _out({"proposal": proposal_id, "commit": commit, "mode": mode}, as_json,
-         f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'")
+        remote = proposals.delete_pushed_branches(vault, ids=[proposals.get(vault, proposal_id).id])
+    _out({"proposal": proposal_id, "commit": commit, "mode": mode, "remote_branches": remote}, as_json,
+         f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'"
+         + _remote_lines(remote))
+
+
+def _remote_lines(remote: dict[str, str]) -> str:
+    """What happened to a closed proposal's branch on the remotes it was pushed to."""
+    return "".join(f"\n  deleted branch {b}" if outcome == "ok" else f"\n  kept branch {b}: {outcome}"
+                   for b, outcome in remote.items())
 
 
 @app.command()
@@ -430,7 +438,9 @@ def reject(proposal_id: str = typer.Argument(..., metavar="ID"),
     from memrepo.review import proposals
     with _vault() as vault:
         commit = proposals.reject(vault, proposal_id, why=why)
-    _out({"proposal": proposal_id, "commit": commit}, as_json, f"rejected {proposal_id} (recorded in {commit[:12]})")
+        remote = proposals.delete_pushed_branches(vault, ids=[proposals.get(vault, proposal_id).id])
+    _out({"proposal": proposal_id, "commit": commit, "remote_branches": remote}, as_json,
+         f"rejected {proposal_id} (recorded in {commit[:12]})" + _remote_lines(remote))
 
 
 @app.command()
@@ -840,6 +850,7 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
              + (f" after {result.attempts} attempts" if result.attempts > 1 else "")]
     lines += [f"  conflict proposal {p} (review: memrepo review {p})" for p in result.proposals]
     lines += [f"  proposal {p} was closed on another clone" for p in result.adopted]
+    lines += [f"  deleted {b} on {remote}: the proposal is closed" for b in result.deleted]
     lines += [f"  not pushed {ref}: {why}" for ref, why in result.not_pushed.items()]
     lines += [f"  {n}" for n in result.notes]
     _out(result.as_dict(), as_json, "\n".join(lines))

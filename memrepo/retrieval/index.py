@@ -268,6 +268,7 @@ class MemoryIndex:
             vectors, encoder = semantic
             extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, encoder.query(semantic_text(q.text, self.tuning)))
                      for q in qs]
+        reopened = False
         for attempt in range(OPEN_RETRIES):
             searcher = self._cached_searcher()
             try:
@@ -278,6 +279,13 @@ class MemoryIndex:
                 if attempt == OPEN_RETRIES - 1:
                     raise
                 time.sleep(0.005 * (attempt + 1))
+            except Exception:
+                # files damaged under a searcher kept open since an earlier search: a fresh
+                # one either reads them or fails to open (IndexCorrupt: rebuilt by the service)
+                self.close()
+                if reopened:
+                    raise
+                reopened = True
         raise AssertionError("unreachable")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -42,14 +43,51 @@ class SyncReport:
 
 
 def _index(vault: Vault):
-    from memrepo.retrieval.index import MemoryIndex
-    return MemoryIndex(vault.index_dir, stats=stats(vault))
+    return _warm(vault).index
 
 
 def stats(vault: Vault):
     from memrepo.retrieval.stats import Stats
     vault.state_dir.mkdir(parents=True, exist_ok=True)
     return Stats(vault.state_dir / "stats.sqlite")
+
+
+class _Warm:
+    """What a process keeps per open vault between searches (the MCP server, batch runs,
+    benchmarks): the index object with its open searcher, the statistics connection and the
+    last look at the working tree. Each is checked for staleness on every use."""
+
+    def __init__(self, vault: Vault):
+        from memrepo.retrieval.index import MemoryIndex
+        self.stats = stats(vault)
+        self.index = MemoryIndex(vault.index_dir, stats=self.stats)
+        self.scan_stamp: tuple | None = None  # the stat of the scan file when it was read
+        self.scan = _Scan()
+        self.stats_file: int | None = None    # the statistics file's inode after the last search
+
+    def live_stats(self, vault: Vault):
+        """The statistics, reopened when their file was removed or replaced meanwhile."""
+        if self.stats_file is not None and _inode(self.stats.path) != self.stats_file:
+            self.stats.close()
+            self.stats = self.index.stats = stats(vault)
+        return self.stats
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+_WARM: weakref.WeakKeyDictionary[Vault, _Warm] = weakref.WeakKeyDictionary()
+
+
+def _warm(vault: Vault) -> _Warm:
+    warm = _WARM.get(vault)
+    if warm is None:
+        warm = _WARM[vault] = _Warm(vault)
+    return warm
 
 
 def _doc(path: str, data: bytes):
@@ -86,59 +124,111 @@ def _read_worktree(vault: Vault, path: str):
 
 def _dirty_paths(vault: Vault) -> set[str]:
     """Memory files that differ from HEAD in the working tree (edited, staged, new, deleted)."""
-    # A reader must never take .git/index.lock: a plain 'git status' refreshes the index and
-    # would make a concurrent memrepo write (or the user's own git) fail on the lock.
-    out = git.run(vault.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                  "--", *MEMORY_ROOTS, env={"GIT_OPTIONAL_LOCKS": "0"})
-    return {rec[3:] for rec in out.split("\0") if len(rec) > 3 and is_memory_path(rec[3:])}
+    return {p for p in git.worktree_changes(vault.root, MEMORY_ROOTS) if is_memory_path(p)}
 
 
 @dataclass(frozen=True)
 class _Scan:
-    """The last look at the working tree: the dirty memory files, when, and what it cost."""
+    """The last look at the working tree: the dirty memory files, when, what it cost, how many
+    memory files there were, and the tree's stamp taken just before (see :func:`_tree_stamp`)."""
 
     paths: frozenset[str] = frozenset()
     at: float = 0.0
     cost: float = 0.0
+    files: int = 0
+    dirs: tuple[str, ...] = ()
+    stamp: tuple = ()
 
 
-SCAN_ALWAYS_BELOW = 0.05  # a look that costs less than 50 ms is taken on every search;
-SCAN_COST_FACTOR = 10.0   # a dearer one again once 10x its cost has passed,
+SCAN_ALWAYS_FILES = 2000  # vaults of up to 2,000 memory files look on every search;
+SCAN_MIN_INTERVAL = 1.0   # a larger one when its tree stamp moved, else at most once a second,
+SCAN_COST_FACTOR = 10.0   # ten times the look's cost apart,
 SCAN_MAX_INTERVAL = 5.0   # and at least every 5 s
 
 
 def _load_scan(vault: Vault) -> _Scan:
+    path = vault.index_dir / DIRTY_FILE
+    warm = _warm(vault)
     try:
-        data = json.loads((vault.index_dir / DIRTY_FILE).read_text(encoding="utf-8"))
-        return _Scan(frozenset(data["paths"]), float(data["at"]), float(data["cost"]))
+        st = path.stat()
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        return _Scan()
+    if stamp == warm.scan_stamp:
+        return warm.scan
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        scan = _Scan(frozenset(data["paths"]), float(data["at"]), float(data["cost"]), int(data.get("files", 0)),
+                     tuple(data.get("dirs", ())), _tuple(data.get("stamp", ())))
     except (OSError, ValueError, KeyError, TypeError):
         return _Scan()
+    warm.scan_stamp, warm.scan = stamp, scan
+    return scan
+
+
+def _tuple(value):
+    return tuple(_tuple(v) for v in value) if isinstance(value, list) else value
 
 
 def _save_scan(vault: Vault, scan: _Scan) -> None:
     from memrepo.store.vault import atomic_write
-    payload = {"paths": sorted(scan.paths), "at": scan.at, "cost": scan.cost}
-    atomic_write(vault.index_dir / DIRTY_FILE, json.dumps(payload).encode())
+    payload = {"paths": sorted(scan.paths), "at": scan.at, "cost": scan.cost, "files": scan.files,
+               "dirs": list(scan.dirs), "stamp": scan.stamp}
+    path = vault.index_dir / DIRTY_FILE
+    atomic_write(path, json.dumps(payload).encode())
+    st = path.stat()
+    warm = _warm(vault)
+    warm.scan_stamp, warm.scan = (st.st_ino, st.st_size, st.st_mtime_ns), scan
+
+
+def _tree_stamp(vault: Vault, dirs: Iterable[str]) -> tuple:
+    """What changes when a memory file is added, removed or replaced (most editors save by
+    replacing), or git touches its index (add, commit, checkout, reset, merge): the stat of
+    git's index file and the mtimes of the memory folders. Only an edit written in place
+    into an existing file leaves it as it was."""
+    def mtime(d: str):
+        try:
+            return os.stat(vault.root / d).st_mtime_ns
+        except OSError:
+            return None
+    return (git.index_stamp(vault.root), tuple(mtime(d) for d in dirs))
+
+
+def _memory_dirs(vault: Vault) -> tuple[tuple[str, ...], int]:
+    """The folders under the memory roots and how many memory files they hold."""
+    dirs, files = [], 0
+    for top in MEMORY_ROOTS:
+        for folder, subdirs, names in os.walk(vault.root / top):
+            subdirs.sort()
+            dirs.append(Path(folder).relative_to(vault.root).as_posix())
+            files += sum(1 for n in names if n.endswith(".md"))
+    return tuple(dirs), files
 
 
 def _scan(vault: Vault) -> _Scan:
     start = time.monotonic()
+    dirs, files = _memory_dirs(vault)
+    stamp = _tree_stamp(vault, dirs)  # before git looks: a change after it moves the stamp
     paths = frozenset(_dirty_paths(vault))
-    return _Scan(paths, time.time(), time.monotonic() - start)
+    return _Scan(paths, time.time(), time.monotonic() - start, files, dirs, stamp)
 
 
-def _scan_due(last: _Scan) -> bool:
+def _scan_due(last: _Scan, stamp: Callable[[], tuple] | None = None) -> bool:
     """Whether to look at the working tree again for uncommitted edits.
 
-    Commits are always seen at once (a cheap diff between commits). Looking for uncommitted
-    edits means a stat of every tracked file: ~10 ms at 1,000 memories, ~270 ms at 100,000.
-    Vaults where that is cheap look on every search; in a large one an uncommitted edit is
-    seen within ten times the look's cost (2.7 s at 100,000 memories), at most 5 s.
+    Commits are always seen at once (HEAD is compared on every search). Looking for
+    uncommitted edits means a stat of every memory file (a git process: ~10 ms at 1,000
+    memories, ~270 ms at 100,000). Vaults of up to 2,000 memories look on every search. A
+    larger one looks when its tree stamp moved (a file added, removed or replaced, git's
+    index rewritten), and otherwise every 1-5 s (ten times the look's cost), which bounds how
+    long an edit written in place into an existing file stays unseen.
     """
-    if last.cost < SCAN_ALWAYS_BELOW:
+    if last.files <= SCAN_ALWAYS_FILES:
         return True
     waited = time.time() - last.at
-    return waited < 0 or waited >= min(SCAN_MAX_INTERVAL, SCAN_COST_FACTOR * last.cost)
+    if waited < 0 or waited >= min(SCAN_MAX_INTERVAL, max(SCAN_MIN_INTERVAL, SCAN_COST_FACTOR * last.cost)):
+        return True
+    return stamp is not None and stamp() != last.stamp
 
 
 def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
@@ -156,7 +246,7 @@ def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None)
 def sync(vault: Vault) -> SyncReport:
     """Bring the index to HEAD plus uncommitted memory edits, reading only changed files."""
     index = _index(vault)
-    head = git.rev_parse(vault.root, "HEAD")
+    head = git.resolve(vault.root, "HEAD")
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
                   else "search index missing or unreadable: rebuilding it from the memory files")
@@ -169,7 +259,7 @@ def sync(vault: Vault) -> SyncReport:
         except MemrepoError:  # the indexed commit is gone (e.g. a new clone): start over
             return SyncReport(True, rebuild(vault), 0, "search index was for an unknown commit: rebuilt")
     last = _load_scan(vault)
-    scan = _scan(vault) if _scan_due(last) else None
+    scan = _scan(vault) if _scan_due(last, lambda: _tree_stamp(vault, last.dirs)) else None
     # Files dirty at the last look are re-read when they may have changed back or again.
     todo = changed | (scan.paths | last.paths if scan else set())
     if scan is not None:
@@ -226,7 +316,7 @@ def make_query(text: str, **filters: Any):
 
 def search_many(vault: Vault, queries: list, *, session: str | None = None, log_recalls: bool = False) -> tuple[list, SyncReport]:
     """Run queries after a sync; optionally log the results as recalls of ``session``."""
-    from memrepo.retrieval.index import IndexCorrupt, MemoryIndex
+    from memrepo.retrieval.index import IndexCorrupt
     if log_recalls and not session:
         raise UsageError("--log records recalls of a session: give --session ID too")
     report = sync(vault)
@@ -234,19 +324,22 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     if notice:
         report = SyncReport(report.rebuilt, report.updated, report.deleted,
                             f"{report.notice}; {notice}" if report.notice else notice)
-    s = stats(vault)
+    warm = _warm(vault)
+    s = warm.live_stats(vault)
     try:
-        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
+        results = warm.index.search_many(queries, semantic=semantic)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
-        results = MemoryIndex(vault.index_dir, stats=s).search_many(queries, semantic=semantic)
+        results = warm.index.search_many(queries, semantic=semantic)
     if state != "hybrid":
         results = [replace(r, semantic=state) for r in results]
     if log_recalls and session:
         for result in results:
             s.record_recall(session, result.query, [h.id for h in result.hits])
-    if s.notice:
+    if s.notice:  # said once: the damaged file was kept aside
         report = replace(report, notice="; ".join(filter(None, (report.notice, s.notice))))
+        s.notice = None
+    warm.stats_file = _inode(s.path)
     return results, report
 
 
@@ -305,7 +398,7 @@ def _catch_up_vectors(vault: Vault, store) -> None:
     from memrepo.retrieval.vectors import VectorsBusy
     if store.building():  # a reindex is writing them: do not wait, answer on keywords
         raise VectorsBusy("vectors are being rebuilt")
-    head = git.rev_parse(vault.root, "HEAD")
+    head = git.resolve(vault.root, "HEAD")
     indexed = store.commit()
     changed: set[str] = set()
     if indexed != head and head:

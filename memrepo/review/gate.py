@@ -189,7 +189,7 @@ def _trusted_action(vault: Vault, entry: git.LogEntry, found: Mapping[str, str],
     * ``import`` adds new files written as ``source: import``; it never edits a memory;
     * ``arbitrate`` settles a supersede by policy: the memory's sole high-risk reason is that
       it overrides a state (a high-risk kind always goes to review);
-    * ``sync`` merges another clone's main: the version it activates is the other side's.
+    * ``sync`` merges another clone's main: it is a merge commit.
     """
     action = found.get("Memrepo-Action")
     if action not in _TRUSTED_ACTIONS:
@@ -199,11 +199,7 @@ def _trusted_action(vault: Vault, entry: git.LogEntry, found: Mapping[str, str],
         return change.status == "A" and meta.get("source") == "import"
     if action == "arbitrate":
         return not risk.assess(meta, RowSet(), vault.config).high
-    if len(entry.parents) < 2:
-        return False
-    theirs = git.run(vault.root, "rev-parse", "-q", "--verify", f"{entry.parents[1]}:{change.path}", check=False).strip()
-    state = states(theirs, change.path) if theirs else None
-    return state is not None and state.active_high
+    return len(entry.parents) >= 2  # a sync is a merge (it may settle a fact by policy, so its version can be new)
 
 
 def _squash_of_pushed_proposal(vault: Vault, memory_id: str, change: git.RawChange, states: _StateCache) -> bool:

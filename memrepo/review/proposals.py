@@ -487,6 +487,35 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
     return proposal.branch
 
 
+def delete_pushed_branches(vault: Vault, *, remote: str | None = None, ids: Iterable[str] | None = None) -> dict[str, str]:
+    """Delete, on the remotes they were pushed to, the branches of proposals closed here
+    (applied or rejected): ``remote/proposal/ID`` -> 'ok', or why it was kept.
+
+    Only a ``proposal/`` branch whose remote tip (as last fetched or pushed) is already part of
+    the closed record is deleted, and only if the remote still holds that tip (a
+    compare-and-delete): work someone added to it on the remote is never lost. A remote that
+    cannot be reached keeps its branches (said in the answer); nothing else changes."""
+    wanted = None if ids is None else set(ids)
+    out: dict[str, str] = {}
+    for name in [remote] if remote else git.remotes(vault.root):
+        tracking = f"refs/remotes/{name}/{BRANCH_PREFIX}"
+        expected = {}
+        for ref, sha in git.refs(vault.root, tracking).items():
+            pid = ref.removeprefix(tracking)
+            if wanted is not None and pid not in wanted:
+                continue
+            record = git.rev_parse(vault.root, APPLIED_PREFIX + pid) or git.rev_parse(vault.root, REJECTED_PREFIX + pid)
+            if record and git.is_ancestor(vault.root, sha, record):
+                expected[f"refs/heads/{BRANCH_PREFIX}{pid}"] = sha
+        try:
+            results = git.delete_remote_refs(vault.root, name, expected)
+        except GitError as e:
+            results = {ref: f"kept: {name} could not be reached ({e})" for ref in expected}
+        for ref, outcome in results.items():
+            out[f"{name}/{ref.removeprefix('refs/heads/')}"] = outcome
+    return out
+
+
 def _add_activation(vault: Vault, proposal: Proposal) -> None:
     """Commit on the branch the statuses apply would write, so a forge merge equals apply."""
     writes = planned_writes(vault, proposal, mode="overwrite")

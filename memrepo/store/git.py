@@ -457,6 +457,27 @@ def push(root: Path, remote: str, refspecs: Iterable[str]) -> dict[str, str]:
     return results
 
 
+def delete_remote_refs(root: Path, remote: str, expected: Mapping[str, str]) -> dict[str, str]:
+    """Delete refs on ``remote`` (ref -> the commit it must still hold there): each deletion is
+    a compare-and-delete (``--force-with-lease=ref:commit``, on that ref only), so a branch that
+    moved on the remote since the last fetch is kept and reported 'rejected: ...'; nothing is
+    ever overwritten. Returns ref -> 'ok' / 'rejected: ...'; GitError when unreachable."""
+    if not expected:
+        return {}
+    leases = [f"--force-with-lease={ref}:{sha}" for ref, sha in expected.items()]
+    proc = subprocess.run(["git", "-C", str(root), "push", "--porcelain", *leases, remote,
+                           *(f":{ref}" for ref in expected)], capture_output=True, env=clean_env())
+    results = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and len(parts[0]) == 1:
+            ref = parts[1].split(":", 1)[-1]
+            results[ref] = "rejected: " + parts[2] if parts[0] == "!" else "ok"
+    if proc.returncode != 0 and not results:
+        raise GitError(f"git push to {remote} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+    return results
+
+
 def merge_base(root: Path, a: str, b: str) -> str | None:
     return run(root, "merge-base", a, b, check=False).strip() or None
 
@@ -516,3 +537,85 @@ def run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout
+
+
+# ---- cheap change detection (no git process when nothing moved) ---------------------------
+
+def _file_stat(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _small_file(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(256)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def ref_stamp(root: Path, ref: str = "HEAD") -> tuple | None:
+    """A fingerprint of the files git keeps ``ref`` in, read without running git: HEAD's text
+    (for HEAD), the loose ref's text and the stat of ``packed-refs``. Git rewrites each of them
+    (lock file + rename) whenever the ref moves, so an equal stamp means the ref has not moved.
+    None when this cannot be told cheaply (a linked worktree, the reftable format, a symbolic
+    ref of a symbolic ref): then ask git."""
+    gitdir = root / ".git"
+    if not gitdir.is_dir() or (gitdir / "reftable").exists():
+        return None
+    parts: list = [_file_stat(gitdir / "packed-refs")]
+    name = ref
+    if ref == "HEAD":
+        head = _small_file(gitdir / "HEAD")
+        if head is None:
+            return None
+        parts.append(head)
+        if not head.startswith(b"ref: "):
+            return tuple(parts)  # detached: HEAD holds the commit itself
+        name = head[5:].strip().decode("utf-8", "replace")
+    if not name.startswith("refs/") or ".." in name:
+        return None
+    loose = _small_file(gitdir / name)
+    if loose is not None and loose.startswith(b"ref:"):
+        return None
+    parts.append(loose)
+    return tuple(parts)
+
+
+_RESOLVED: dict[tuple[Path, str], tuple[tuple, str | None]] = {}
+
+
+def resolve(root: Path, ref: str = "HEAD") -> str | None:
+    """:func:`rev_parse` of ``ref``, answered without a git process while the ref's files are
+    unchanged since this process last asked (see :func:`ref_stamp`). For long-lived processes
+    (the MCP server, batch runs) that look at HEAD before every search."""
+    stamp = ref_stamp(root, ref)  # read before git answers: a move in between only costs a re-ask
+    key = (root, ref)
+    if stamp is not None:
+        known = _RESOLVED.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+    sha = rev_parse(root, ref)
+    if stamp is not None:
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.clear()
+        _RESOLVED[key] = (stamp, sha)
+    return sha
+
+
+def index_stamp(root: Path) -> tuple[int, int, int, int] | None:
+    """The stat of git's index file (rewritten by add, commit, checkout, reset, merge...)."""
+    gitdir = root / ".git"
+    return _file_stat(gitdir / "index") if gitdir.is_dir() else None
+
+
+def worktree_changes(root: Path, paths: Iterable[str]) -> list[str]:
+    """Paths under ``paths`` that differ from HEAD in the working tree (edited, staged, new,
+    deleted), without taking ``index.lock``: a plain 'git status' refreshes the index and would
+    make a concurrent writer fail on the lock."""
+    out = run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+              "--", *paths, env={"GIT_OPTIONAL_LOCKS": "0"})
+    return [rec[3:] for rec in out.split("\0") if len(rec) > 3]

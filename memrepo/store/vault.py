@@ -124,8 +124,8 @@ class Vault:
         return f"refs/heads/{self.main_branch}"
 
     def head(self) -> str | None:
-        """The tip of the main branch."""
-        return git.rev_parse(self.root, self.main_ref)
+        """The tip of the main branch (no git process while its ref files are unchanged)."""
+        return git.resolve(self.root, self.main_ref)
 
     def catalog(self, *, sync: bool = True):
         """The derived catalog, caught up with the main branch."""

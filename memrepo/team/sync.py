@@ -40,13 +40,14 @@ class SyncResult:
     attempts: int = 0
     proposals: list[str] = field(default_factory=list)     # conflict proposals opened by this sync
     adopted: list[str] = field(default_factory=list)       # proposals recognised as applied/rejected elsewhere
+    deleted: list[str] = field(default_factory=list)       # closed proposals' branches deleted on the remote
     not_pushed: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "before": self.before, "after": self.after, "integrated": self.integrated,
                 "pushed": self.pushed, "attempts": self.attempts, "proposals": self.proposals,
-                "adopted": self.adopted, "not_pushed": self.not_pushed, "notes": self.notes}
+                "adopted": self.adopted, "deleted": self.deleted, "not_pushed": self.not_pushed, "notes": self.notes}
 
 
 def install_driver(vault: Vault, python: str | None = None) -> list[str]:
@@ -82,6 +83,7 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
         pushed = _push(vault, remote, main, result)
         if pushed:
             result.pushed = True
+            _delete_closed_branches(vault, remote, result)
             break
     result.after = vault.head()
     if not result.pushed:
@@ -112,6 +114,17 @@ def _push(vault: Vault, remote: str, main: str, result: SyncResult) -> bool:
         return False
     result.not_pushed = {ref: why for ref, why in outcome.items() if why.startswith("rejected")}
     return f"refs/heads/{main}" not in result.not_pushed
+
+
+def _delete_closed_branches(vault: Vault, remote: str, result: SyncResult) -> None:
+    """The branches of proposals closed here leave the remote once their records are there."""
+    from memrepo.review import proposals
+    for branch, outcome in proposals.delete_pushed_branches(vault, remote=remote).items():
+        branch = branch.removeprefix(f"{remote}/")
+        if outcome == "ok":
+            result.deleted.append(branch)
+        else:
+            result.notes.append(f"{branch} kept on {remote}: {outcome}")
 
 
 # ------------------------------------------------------------------ integrate
