@@ -1,3 +1,3 @@
-from memrepo.cli.app import main
+from memrepo.cli.fast import main
 
 raise SystemExit(main())

@@ -14,7 +14,6 @@ from whoosh.lang.porter import stem as _porter_stem
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(rf"[{CJK}]+|[^\W_{CJK}]+(?:['’][^\W_{CJK}]+)*", re.UNICODE)
-_CJK_RE = re.compile(rf"[{CJK}]")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -35,7 +34,10 @@ def stem(word: str) -> str:
 
 
 def is_cjk(token: str) -> bool:
-    return bool(_CJK_RE.match(token))
+    """Whether ``token`` starts with a CJK character (the ranges of :data:`CJK`; compared, not
+    matched with a regex: a class of 28,000 characters costs milliseconds to compile per process)."""
+    c = token[:1]
+    return "\u3400" <= c <= "\u4dbf" or "\u4e00" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff"
 
 
 def raw_tokens(text: str) -> list[str]:

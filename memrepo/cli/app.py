@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from typer.core import TyperGroup
 
+from memrepo.cli import commands
+from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
 # Global options taking a value, accepted before or after the sub-command (as --json is).
@@ -26,15 +27,6 @@ EXIT_CODES_HELP = (
     "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
     "--json an error is {\"error\": {\"code\", \"message\", \"problems\"}} on stdout."
 )
-
-
-class State:
-    vault_path: Optional[str] = None
-    agent: Optional[str] = None
-    json: bool = False
-
-
-state = State()
 
 
 class MemrepoGroup(TyperGroup):
@@ -150,37 +142,17 @@ def examples_epilog(path: str) -> str | None:
     return None if text is None else "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in text.splitlines())
 
 
-# An option whose parameter has one of these names is checked, in every command: enum values
-# against the schema (with "did you mean"), dates as a date or a date-time with a zone.
-ENUM_PARAMS = ("layer", "kind", "status", "source")
-OTHER_CHOICES = {"intent": "INTENTS", "mode": "MERGE_MODES"}  # option values that are not schema fields
-DATE_PARAMS = ("since", "until", "expires", "now")
-
-
 def strict_options(command) -> None:
     """Give ``command``'s enum and date options their check (a bad value is a usage error, 2)."""
-    from memrepo import model
     for param in command.params:
-        if param.name in ENUM_PARAMS:
-            check = (lambda name: lambda value: model.check_choice(name, value))(param.name)
-        elif param.name in OTHER_CHOICES:
-            check = (lambda name, choices: lambda value: model.check_choice(name, value, choices))(
-                param.name, getattr(model, OTHER_CHOICES[param.name]))
-        elif param.name in DATE_PARAMS:
-            check = (lambda name: lambda value: model.parse_when(name, value))(param.name)
-        else:
-            continue
-        param.callback = _chained(param.callback, check)
+        if param.name in CHECKED_PARAMS:
+            param.callback = _chained(param.callback)
 
 
-def _chained(before, check):
+def _chained(before):
     def callback(ctx, param, value):
         value = before(ctx, param, value) if before else value
-        for item in value if isinstance(value, list | tuple) else [value]:
-            checked = check(item)
-        if param.name == "expires" and value is not None:  # the front matter keeps a date-time
-            return checked.isoformat()
-        return value
+        return commands.checked_option(param.name, value)
     return callback
 
 
@@ -213,26 +185,19 @@ def _main(vault: Optional[str] = typer.Option(None, "--vault", envvar="MEMREPO_V
           as_json: bool = typer.Option(False, "--json", help="JSON output and JSON errors (also accepted after the command)."),
           version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
                                        help="Print memrepo's version and exit.")):
-    import os
-    state.vault_path = vault
-    state.json = state.json or as_json
-    state.agent = None
-    if agent:
-        from memrepo.team import scopes
-        state.agent = scopes.current_agent(agent)
-        os.environ["MEMREPO_AGENT"] = agent  # the library and the hooks it triggers see the same agent
+    commands.set_globals(vault, agent, as_json)
 
 
-def _vault():
-    from memrepo.store.vault import Vault
-    return Vault.find(explicit=state.vault_path)
+_vault, _out, _stdin_text = commands.vault, commands.out, commands.stdin_text
 
 
-def _out(data, as_json: bool, text: str | None = None) -> None:
-    if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False, indent=None))
-    elif text is not None:
-        typer.echo(text)
+def _run(name: str, params: dict):
+    """Run a per-turn command's typer-free body (memrepo/cli/commands.py, which the fast path
+    in memrepo/cli/fast.py calls too) with the options typer parsed."""
+    try:
+        return getattr(commands, name)(**params)
+    except commands.BadParameter as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def _progress(label: str):
@@ -287,7 +252,6 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
     """Write one memory. Low risk commits to main; high risk becomes a review proposal.
 
     With --file, write hand-written memory files instead (the fields come from each file)."""
-    from memrepo.review import writes as memories
     if files:
         given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
                  ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
@@ -295,22 +259,7 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
                  ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
                  if value not in (None, [])]
         return _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
-    if body is None:
-        body = _stdin_text()
-    fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
-              "source": source, "author": author, "tags": tag, "links": link, "evidence": evidence,
-              "affects": affects, "session": session, "scope": scope, "weight": weight,
-              "confidence": confidence, "expires": expires}
-    with _vault() as vault:
-        if scope is not None:
-            from memrepo.team import scopes
-            result = scopes.add(vault, fields, body, agent=state.agent, author=author, push=push, remote=remote)
-        else:
-            result = memories.add(vault, fields, body, author=author, push=push, remote=remote)
-    where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
-    if push and result.proposal:
-        where += f"; pushed branch proposal/{result.proposal} to {remote}: open a pull request from it"
-    _out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
+    return _run("add", {k: v for k, v in locals().items() if k != "given"})
 
 
 @app.command()
@@ -558,39 +507,7 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
     support, heat from recalls and 'useful' marks) relative to the best, so scores follow the
     order. About 0.8-1: every query word found; about 0.3: a few words or only the meaning.
     It is not a probability."""
-    from memrepo.retrieval import search as svc
-    with _vault() as vault:
-        if queries is not None:
-            batch = svc.read_queries(queries)
-            results, report = svc.search_many(vault, [q for _, q in batch], session=session, log_recalls=log_recalls)
-            if report.notice:
-                typer.echo(f"notice: {report.notice}", err=True)
-            for (qid, _), result in zip(batch, results):
-                typer.echo(json.dumps({"qid": qid, **svc.result_dict(result)}, ensure_ascii=False))
-            return
-        if query is None:
-            raise typer.BadParameter("give a QUERY or --queries FILE")
-        filters = dict(limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
-                       deep=deep, history=include_history, advanced=advanced, intent=intent)
-        if state.agent:
-            from memrepo.team import scopes
-            result, report = scopes.search(vault, query, agent=state.agent, session=session,
-                                           log_recalls=log_recalls, **filters)
-        else:
-            result, report = svc.search(vault, query, session=session, log_recalls=log_recalls, **filters)
-    if report.notice:
-        typer.echo(f"notice: {report.notice}", err=True)
-    if as_json:
-        _out(svc.result_dict(result), True)
-        return
-    if result.nothing_relevant:
-        typer.echo("nothing relevant")
-        return
-    from memrepo.cli.output import plain, table
-    typer.echo(table(["#", "ID", "SCORE", "LAYER", "STATUS", "SUBJECT", "SUMMARY / SNIPPET"],
-                     [[str(i), h.id, f"{h.score:.3f}", h.layer, h.status, f"{h.subject}{' ' + h.fact if h.fact else ''}",
-                       f"{plain(h.summary)} — {plain(h.snippet)}" if h.snippet and plain(h.snippet) != plain(h.summary) else plain(h.summary)]
-                      for i, h in enumerate(result.hits, start=1)]))
+    return _run("search", locals())
 
 
 @app.command()
@@ -792,46 +709,6 @@ BudgetOpt = typer.Option(4000, "--budget", min=1, help="Most characters to print
 HookOpt = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}).")
 
 
-def _stdin_text() -> str:
-    """Standard input as UTF-8 text ("" on a terminal); other bytes are a one-line error."""
-    if sys.stdin is None or sys.stdin.isatty():
-        return ""
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        from memrepo.errors import UsageError
-        line = data[:e.start].count(b"\n") + 1
-        raise UsageError(f"stdin:line {line}: byte {data[e.start]:#04x} is not UTF-8; send UTF-8 text") from None
-
-
-@contextmanager
-def _private_vaults(vault):
-    """The acting agent's private vault (as a list: none without --agent or before its first
-    private write), read together with the shared one and closed afterwards."""
-    if not state.agent:
-        yield []
-        return
-    from memrepo.team import scopes
-    found = scopes.visible_vaults(vault, state.agent)[1:]
-    try:
-        yield found
-    finally:
-        for private in found:
-            private.close()
-
-
-def _hook_safe(fn):
-    """Run a hook-mode command: a failure is one line on stderr and exit 1, which agent
-    runtimes show without blocking the turn (Claude Code blocks a prompt on exit 2)."""
-    from memrepo.errors import MemrepoError
-    try:
-        return fn()
-    except MemrepoError as e:
-        typer.echo(f"memrepo: {e}", err=True)
-        raise typer.Exit(1) from None
-
-
 @app.command()
 def recall(text: Optional[str] = typer.Argument(None, help="The latest user message or a transcript (default: stdin)."),
            budget: int = BudgetOpt,
@@ -840,42 +717,14 @@ def recall(text: Optional[str] = typer.Argument(None, help="The latest user mess
            intent: Optional[str] = typer.Option(None, "--intent", help="Retrieval route instead of the guess: fact, general, howto or history."),
            hook: bool = HookOpt, as_json: bool = JsonOpt):
     """Print the memories relevant to this turn as one block to inject (nothing when nothing is relevant)."""
-    from memrepo.agents import recall as svc
-    from memrepo.agents.transcript import hook_payload
-
-    def run():
-        query, sess = text, session
-        if hook:
-            payload = hook_payload(_stdin_text())
-            query, sess = payload["prompt"], session or payload["session_id"]
-        elif query is None:
-            query = _stdin_text()
-        with _vault() as vault, _private_vaults(vault) as also:
-            return svc.recall(vault, query, budget=budget, session=sess, subject=subject, intent=intent, also=also)
-    result = _hook_safe(run) if hook else run()
-    if as_json:
-        _out(result.as_dict(), True)
-    elif result.text:
-        typer.echo(result.text)
+    return _run("recall", locals())
 
 
 @app.command()
 def context(budget: int = BudgetOpt, subject: Optional[str] = typer.Option(None, help="Constraints and preferences of this subject only."),
             hook: bool = HookOpt, as_json: bool = JsonOpt):
     """Print the session-start block: identity, principles, constraints and preferences, most important first."""
-    from memrepo.agents import context as svc
-    from memrepo.agents.transcript import hook_payload
-
-    def run():
-        if hook:
-            hook_payload(_stdin_text())
-        with _vault() as vault, _private_vaults(vault) as also:
-            return svc.context(vault, budget=budget, subject=subject, also=also)
-    packed = _hook_safe(run) if hook else run()
-    if as_json:
-        _out({"memories": list(packed.memories), "chars": packed.chars}, True)
-    elif packed.text:
-        typer.echo(packed.text)
+    return _run("context", locals())
 
 
 @app.command()
@@ -1105,20 +954,13 @@ def hooks_install(as_json: bool = JsonOpt):
 @hook_app.command("pre-commit")
 def hook_pre_commit():
     """Validate what is staged (run by git)."""
-    from memrepo.review import hooks
-    problems = hooks.run_pre_commit(Path.cwd())
-    if problems:
-        typer.echo("memrepo: commit refused:", err=True)
-        for p in problems:
-            typer.echo(f"  {p}", err=True)
-        typer.echo("Fix the files (or 'memrepo validate' to see all), then commit again.", err=True)
-        raise typer.Exit(1)
+    return _run("hook_pre_commit", locals())
 
 
 @hook_app.command("pre-merge-commit")
 def hook_pre_merge_commit():
     """Validate a merge before git records it (run by git)."""
-    hook_pre_commit()
+    return _run("hook_pre_merge_commit", locals())
 
 
 def _command_name(argv: list[str]) -> str | None:
@@ -1145,3 +987,57 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point; :class:`MemrepoGroup` maps every error to its message and exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     return typer.main.get_command(_app_for(argv)).main(args=argv, prog_name="memrepo", standalone_mode=False)
+
+
+# ---- the fast path's option table (memrepo/cli/fast.py parses these commands without typer)
+
+# Command paths the fast path runs; their bodies live in memrepo/cli/commands.py.
+FAST_COMMANDS = ("add", "search", "recall", "context", "hook pre-commit", "hook pre-merge-commit")
+SPEC_FILE = Path(__file__).with_name("spec.py")
+
+
+def fast_spec() -> dict[str, list[dict]]:
+    """The global options ("") and the options of each of FAST_COMMANDS, as typer declares them."""
+    group = typer.main.get_command(app)
+    spec = {"": [_param_spec(p) for p in group.params]}
+    for path in FAST_COMMANDS:
+        command = group
+        for name in path.split():
+            command = command.commands[name]
+        spec[path] = [_param_spec(p) for p in command.params]
+    return spec
+
+
+def _param_spec(p) -> dict:
+    kinds = {"StringParamType": "str", "IntParamType": "int", "IntRange": "int", "FloatParamType": "float",
+             "BoolParamType": "bool", "TyperPath": "path"}
+    kind = kinds.get(type(p.type).__name__)
+    plain_path = {"exists": False, "file_okay": True, "dir_okay": True, "readable": True, "writable": False,
+                  "resolve_path": False, "allow_dash": False}
+    if kind == "path" and any(getattr(p.type, k) != v for k, v in plain_path.items()):
+        kind = None
+    if kind is None or getattr(p.type, "max", None) is not None or getattr(p.type, "min_open", False) \
+            or getattr(p.type, "clamp", False) or p.nargs != 1 or getattr(p, "count", False) \
+            or (p.callback and not getattr(p, "is_flag", False)):
+        raise ValueError(f"option {p.name}: the fast path (memrepo/cli/fast.py) does not parse this kind of option")
+    flag = bool(getattr(p, "is_flag", False))
+    default = p.default
+    return {"name": p.name, "kind": p.param_type_name, "opts": list(p.opts),
+            "secondary": list(getattr(p, "secondary_opts", [])), "type": kind, "flag": flag,
+            "multiple": bool(p.multiple), "default": list(default or []) if p.multiple else default,
+            "required": bool(p.required), "envvar": p.envvar, "min": getattr(p.type, "min", None),
+            "acts": p.callback is not None}  # --version, --install-completion: typer acts on them
+
+
+def spec_text() -> str:
+    """memrepo/cli/spec.py as ``make cli-spec`` writes it."""
+    lines = ['"""The options of the fast path\'s commands, generated from the typer declarations in',
+             'memrepo/cli/app.py by ``make cli-spec`` (do not edit; tests/test_cli_fast.py checks it)."""',
+             "", "COMMANDS = {"]
+    for path, params in fast_spec().items():
+        lines += [f"    {path!r}: ["] + [f"        {p!r}," for p in params] + ["    ],"]
+    return "\n".join(lines + ["}", ""])
+
+
+def write_spec() -> None:
+    SPEC_FILE.write_text(spec_text(), encoding="utf-8")

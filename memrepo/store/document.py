@@ -153,7 +153,12 @@ def load_bytes(data: bytes, path: str) -> Parsed:
 
 # ------------------------------------------------------------------ writing
 
-_PLAIN_RE = re.compile("^[A-Za-z0-9_\u00a0-\ufffd][A-Za-z0-9_ .,/@+()#%\u00a0-\ufffd-]*$")
+# Plain text: a first character in [A-Za-z0-9_\u00a0-\ufffd], the rest also space . , / @ + ( ) # % -.
+# Written as the characters left out: a class spanning most of the BMP costs milliseconds to
+# compile on every start (re builds its table a character at a time), a few short ranges do
+# not; a test checks both forms agree on every code point.
+_PLAIN_RE = re.compile("^[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x9f\ufffe\uffff\U00010000-\U0010ffff]"
+                       "[^\x00-\x1f!\"$&'*:;<=>?\\[\\\\\\]^`{|}~\x7f-\x9f\ufffe\uffff\U00010000-\U0010ffff]*$")
 _RESERVED = re.compile(
     r"^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N)$")
 
@@ -190,8 +195,7 @@ def _is_plain_safe(s: str) -> bool:
 # Characters YAML refuses in a file (control characters, U+FFFE/FFFF, lone surrogates) or
 # folds inside quotes as line breaks (NEL, LS, PS, BOM): json.dumps(ensure_ascii=False) leaves
 # them raw, so they are written as \\uXXXX escapes, which YAML reads back as the same text.
-_UNSAFE_IN_QUOTES = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029]")
+_UNSAFE_IN_QUOTES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 
 
 def _quoted(text: str) -> str:

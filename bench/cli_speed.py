@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Command-line speed (issue 12): the per-turn commands through the CLI, one process per call.
+
+  .venv/bin/python bench/cli_speed.py [--n 10000] [--runs 15] [--semantic] [--before OLD_TREE]
+
+On one vault of ``--n`` synthetic memories (the shared generator, ``../shared/bench/synth.py``
+from the project root, or ``--synth`` / ``MEMREPO_SYNTH``; ``--vault V`` reuses a vault) it
+times, median and p95 of ``--runs`` calls after 3 warm-ups, wall and CPU (the process and its
+children, git included):
+
+* ``python -c pass`` (the interpreter's floor) and ``memrepo --version`` (the typer app's);
+* ``memrepo add`` (a new low-risk memory each call), ``memrepo search`` with the semantic layer
+  off (``MEMREPO_SEMANTIC=0``) and, with ``--semantic``, on (vectors built first), ``recall``
+  and ``context``;
+* a one-file hand commit with memrepo's pre-commit hook, and the same with ``--no-verify``.
+
+Each side runs as an installed console script does: a launcher made from the tree's
+``pyproject.toml`` entry point, byte-compiled first. ``--before OLD_TREE`` (a checkout of
+older code, e.g. ``git worktree add /tmp/old main``) runs every call on both trees in turn,
+call by call, so load on a shared machine hits both alike: compare the CPU columns there.
+Targets (issue 12, at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_path import (  # noqa: E402
+    DEFAULT_SYNTH,
+    REPO,
+    WARMUPS,
+    bench_env,
+    build_vault,
+    hand_edit,
+    hand_edit_targets,
+    machine,
+    run,
+    stats,
+    timed,
+)
+
+
+def launcher(tree: Path, work: Path, name: str) -> Path:
+    """A console script for ``tree`` as pip writes one (its pyproject's ``memrepo`` entry point)."""
+    entry = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]["memrepo"]
+    module, func = entry.split(":")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "memrepo")], check=True)
+    script = work / f"memrepo-{name}"
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(tree)!r})\n"
+                      f"from {module} import {func}\nif __name__ == '__main__':\n    sys.exit({func}())\n",
+                      encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, dict]:
+    """``call(side, exe, env, i)`` -> (wall, CPU) ms, sides alternating call by call."""
+    samples: dict[str, list] = {name: [] for name in sides}
+    for i in range(runs + WARMUPS):
+        for name, (exe, env) in sides.items():
+            sample = call(name, exe, env, i)
+            if i >= WARMUPS:
+                samples[name].append(sample)
+    return {name: stats(s) for name, s in samples.items()}
+
+
+def git_processes(cmd: list[str], env: dict[str, str], work: Path, cwd: Path | None = None) -> int:
+    """How many git commands one call runs (GIT_TRACE)."""
+    trace = work / "git-trace"
+    trace.unlink(missing_ok=True)
+    subprocess.run(cmd, env={**env, "GIT_TRACE": str(trace)}, capture_output=True, cwd=cwd)
+    return sum(1 for line in trace.read_text(encoding="utf-8", errors="replace").splitlines() if "built-in: git" in line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--synth", default=DEFAULT_SYNTH)
+    ap.add_argument("--vault", help="an existing vault to use (its memories are not counted)")
+    ap.add_argument("--before", metavar="OLD_TREE", help="also run this checkout of older code, alternating")
+    ap.add_argument("--semantic", action="store_true", help="also search with the semantic layer on")
+    ap.add_argument("--out", default=str(REPO / "bench" / "out" / "cli_speed.json"))
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="cli-speed-"))
+    env = {**bench_env(work), "MEMREPO_SEMANTIC": "0"}
+    trees = {"after": REPO} if not args.before else {"before": Path(args.before).resolve(), "after": REPO}
+    sides = {name: (launcher(tree, work, name), {**env, "PYTHONPATH": str(tree)}) for name, tree in trees.items()}
+    info = machine()
+    print(f"bench: {info}; work dir {work}", flush=True)
+    if args.vault:
+        vault = Path(args.vault).resolve()
+    else:
+        vault = build_vault(work, args.n, args.synth, {**env, "PYTHONPATH": str(REPO)})[0]
+    exe0, env0 = sides["after"]
+    run([str(exe0), "--vault", str(vault), "search", "warm the index"], env0)
+    v = ["--vault", str(vault)]
+    results: dict[str, dict] = {}
+
+    def cli(*argv_: str):
+        return lambda name, exe, env_, i: timed([str(exe), *v, *[a.format(i=i, name=name) for a in argv_]], env_)[0]
+
+    def floor(name, exe, env_, i):
+        return timed([sys.executable, "-c", "pass"], env_)[0]
+
+    cases = {
+        "python -c pass": floor,
+        "memrepo --version": cli("--version"),
+        "add": cli("add", "--subject", "speed-{name}-{i}", "--summary", "speed note {i}", "--body", "a short body"),
+        "search": cli("search", "database connection pool latency", "--limit", "10"),
+        "search --json": cli("search", "deploy rollback checklist", "--json"),
+        "recall": cli("recall", "why did the deploy fail last week?", "--budget", "2000"),
+        "context": cli("context", "--budget", "4000"),
+    }
+    for label, call in cases.items():
+        results[label] = measure(sides, args.runs, call)
+        print(label, json.dumps(results[label]), flush=True)
+    if args.semantic:
+        sem = {name: (exe, {**e, "MEMREPO_SEMANTIC": "1"}) for name, (exe, e) in sides.items()}
+        run([str(exe0), *v, "reindex"], sem["after"][1])  # vectors built before timing
+        results["search (semantic on)"] = measure(sem, args.runs, cli("search", "database connection pool latency"))
+        print("search (semantic on)", json.dumps(results["search (semantic on)"]), flush=True)
+
+    targets = iter(hand_edit_targets(vault, env, 2 * len(sides) * (args.runs + WARMUPS)))
+    n = iter(range(10 ** 6))
+
+    def commit(verify: bool):
+        def call(name, exe, env_, i):
+            k = next(n)
+            hand_edit(vault, next(targets), k, env_)
+            cmd = ["git", "-C", str(vault), "commit", "-q", "-m", f"bench: hand edit {k}"]
+            return timed(cmd + ([] if verify else ["--no-verify"]), env_)[0]
+        return call
+    results["commit with the pre-commit hook"] = measure(sides, args.runs, commit(True))
+    results["commit --no-verify"] = measure(sides, args.runs, commit(False))
+    for label in ("commit with the pre-commit hook", "commit --no-verify"):
+        print(label, json.dumps(results[label]), flush=True)
+
+    git_calls = {"add": git_processes([str(exe0), *v, "add", "--summary", "traced", "--body", "b"], env0, work),
+                 "search": git_processes([str(exe0), *v, "search", "traced query"], env0, work)}
+    print("git processes per call:", git_calls)
+    print(f"\n| {args.n:,} memories | " + " | ".join(f"{s} wall p50 / p95 | {s} CPU p50" for s in sides) + " |")
+    print("|---|" + "---:|---:|" * len(sides))
+    for label, by_side in results.items():
+        print(f"| {label} | " + " | ".join(f"{r['p50']:.0f} / {r['p95']:.0f} ms | {r['cpu_p50']:.0f} ms"
+                                           for r in by_side.values()) + " |")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": info, "n": args.n, "runs": args.runs, "results": results,
+                               "git_processes": git_calls, "loadavg_at_end": os.getloadavg()}, indent=1) + "\n",
+                   encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
