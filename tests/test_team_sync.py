@@ -87,7 +87,7 @@ def daemon(tmp_path):
                 port = s.getsockname()[1]
         proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", f"--port={port}",
                                  f"--base-path={base}", "--export-all", "--enable=receive-pack", str(base)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         procs.append(proc)
         for _ in range(100):
             try:
@@ -99,9 +99,11 @@ def daemon(tmp_path):
 
     def stop() -> None:
         for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL) if False else p.kill()
-                p.wait()
+            try:  # 'git daemon' runs git-daemon as a child in its session: kill the whole group
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
     start.stop = stop
     start.server = base / "server.git"
