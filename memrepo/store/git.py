@@ -552,8 +552,9 @@ def diff_trees(root: Path, pairs: Iterable[tuple[str | None, str]],
     """(old, new) -> files changed from commit old to commit new, for many pairs in one
     ``git diff-tree --stdin`` (an ``old`` of None: everything in ``new``, one listing each)."""
     pairs, paths = list(dict.fromkeys(pairs)), list(paths)
-    found = {(old, new): diff_tree(root, None, new, paths) for old, new in pairs if old is None}
-    asked = [(old, new) for old, new in pairs if old is not None]
+    found: dict[tuple[str | None, str], list[Change]] = {
+        (old, new): diff_tree(root, None, new, paths) for old, new in pairs if old is None}
+    asked: list[tuple[str | None, str]] = [(old, new) for old, new in pairs if old is not None]
     if not asked:
         return found
     out = _run(root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", "--", *paths,

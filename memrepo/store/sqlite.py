@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Callable, Literal
 
+_Isolation = Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None  # None: autocommit
+
 _SUFFIXES = ("", "-wal", "-shm")
 
 
@@ -24,7 +26,7 @@ class Opened:
 
 
 def open_db(path: Path, prepare: Callable[[sqlite3.Connection], None], *, damaged: Literal["rebuild", "keep"],
-            timeout: float, isolation_level: str | None = "") -> Opened:
+            timeout: float, isolation_level: _Isolation = "DEFERRED") -> Opened:
     """Connect to ``path`` in WAL mode and ``prepare`` it (schema, migrations, version checks:
     raise sqlite3.DatabaseError to refuse the file); on a DatabaseError apply the ``damaged``
     policy and open a fresh file once."""
@@ -46,7 +48,7 @@ def open_db(path: Path, prepare: Callable[[sqlite3.Connection], None], *, damage
 
 
 def _connect(path: Path, prepare: Callable[[sqlite3.Connection], None], timeout: float,
-             isolation_level: str | None) -> sqlite3.Connection:
+             isolation_level: _Isolation) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=timeout, isolation_level=isolation_level)
     try:
         db.execute("PRAGMA journal_mode=WAL")
