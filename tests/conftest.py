@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,24 @@ class GitCalls:
 @pytest.fixture
 def git_calls(tmp_path, monkeypatch) -> GitCalls:
     return GitCalls(tmp_path / "git-calls", monkeypatch)
+
+
+def on_a_terminal(argv: list[str], *, stream: str = "stdout", env: dict[str, str] | None = None) -> str:
+    """What ``argv`` writes to ``stream`` ("stdout" or "stderr") when that stream is a terminal
+    (a pty); the other stream is discarded."""
+    leader, follower = pty.openpty()
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: follower}
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=env, **streams)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the pty is closed when the process exits
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait()
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")

@@ -3,9 +3,9 @@ an ellipsis on a terminal only, emphasis never with NO_COLOR, snippets without m
 from __future__ import annotations
 
 import os
-import pty
-import subprocess
 import sys
+
+from conftest import on_a_terminal
 
 from memrepo.cli import output
 from memrepo.cli.app import main
@@ -48,22 +48,7 @@ def test_list_has_a_header_and_piped_output_keeps_everything(vault, capsys):
 
 
 def _on_a_terminal(vault, env) -> str:
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "memrepo", "--vault", str(vault.root), "list"], stdout=follower,
-                            stderr=subprocess.DEVNULL, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait()
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8")
+    return on_a_terminal([sys.executable, "-m", "memrepo", "--vault", str(vault.root), "list"], env=env)
 
 
 def test_on_a_terminal_rows_fit_and_no_color_turns_emphasis_off(vault):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import subprocess
 
 import pytest
-from conftest import MEMREPO, person_env
+from conftest import MEMREPO, on_a_terminal, person_env
 
 from memrepo.review import writes as memories
 
@@ -31,22 +30,7 @@ def _write(path, lines):
 
 
 def _stderr_on_a_terminal(args: list[str]) -> str:
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([*MEMREPO, *args], stdout=subprocess.DEVNULL, stderr=follower,
-                            stdin=subprocess.DEVNULL, env=person_env(PYTHONPATH=os.getcwd()))
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait()
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return on_a_terminal([*MEMREPO, *args], stream="stderr", env=person_env(PYTHONPATH=os.getcwd()))
 
 
 def _commands(root, tmp_path):
