@@ -181,8 +181,8 @@ def test_usage_errors_of_add_files(vault, tmp_path):
 
 # ---- case 11: a pushed proposal merged on a forge is applied
 
-def merged_on_forge(vault, tmp_path, how: str) -> str:
-    """Propose a rule, push it, merge it on the 'forge' from a second clone, bring main back."""
+def pushed_rule(vault, tmp_path):
+    """Propose a rule and push it to a bare 'forge'; a second clone of the forge to merge it in."""
     forge = tmp_path / "forge.git"
     git(tmp_path, "init", "-q", "--bare", str(forge))
     git(vault.root, "remote", "add", "origin", str(forge))
@@ -191,6 +191,12 @@ def merged_on_forge(vault, tmp_path, how: str) -> str:
                                    "summary": "never auto-publish"}, "", push=True)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(forge), str(other))
+    return pending, other
+
+
+def merged_on_forge(vault, tmp_path, how: str) -> str:
+    """Propose a rule, push it, merge it on the 'forge' from a second clone, bring main back."""
+    pending, other = pushed_rule(vault, tmp_path)
     git(other, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from proposal/prop_mem_rule",
         f"origin/proposal/{pending.proposal}")
     git(other, "push", "-q", "origin", "main", f":refs/heads/proposal/{pending.proposal}")  # the forge deletes the branch
@@ -274,14 +280,7 @@ def test_a_forged_trusted_trailer_on_a_hand_commit_is_reported(vault, action):
 
 
 def test_a_squash_merge_of_a_pushed_proposal_passes_the_audit(vault, tmp_path):
-    forge = tmp_path / "forge.git"
-    git(tmp_path, "init", "-q", "--bare", str(forge))
-    git(vault.root, "remote", "add", "origin", str(forge))
-    git(vault.root, "push", "-q", "origin", "main")
-    pending = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "subject": "release",
-                                   "summary": "never auto-publish"}, "", push=True)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(forge), str(other))
+    pending, other = pushed_rule(vault, tmp_path)
     git(other, "merge", "-q", "--squash", f"origin/proposal/{pending.proposal}")
     git(other, "commit", "-q", "-m", "Never auto-publish (#1)")
     git(other, "push", "-q", "origin", "main")
