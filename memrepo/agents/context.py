@@ -40,6 +40,7 @@ def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None =
     from memrepo.errors import UsageError
     if budget < 1:
         raise UsageError("--budget must be a positive number of characters")
-    found = [memory_object(v, r["path"], shown_from=vault) for v in (vault, *also) for r in standing_rows(v, subject)]
-    ordered = sorted((m for m in found if m is not None), key=_importance)
-    return pack(ordered, budget, CONTEXT_HEADER)
+    # ordered by the catalog's rows; only the files that make it into the block are read
+    rows = sorted(((v, r) for v in (vault, *also) for r in standing_rows(v, subject)), key=lambda vr: _importance(vr[1]))
+    found = (memory_object(v, r["path"], shown_from=vault) for v, r in rows)
+    return pack((m for m in found if m is not None), budget, CONTEXT_HEADER)
