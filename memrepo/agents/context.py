@@ -17,14 +17,7 @@ _KIND_RANK = {"identity": 0, "principle": 1, "constraint": 2, "policy": 3, "perm
 
 def standing_rows(vault: Vault, subject: str | None = None) -> list[dict[str, Any]]:
     """Catalog rows of the memories that belong in the session-start block."""
-    rows = vault.list(status="active")
-    keep = []
-    for r in rows:
-        if r["layer"] in ("L4", "L3"):
-            keep.append(r)
-        elif r["kind"] in STANDING_KINDS and (subject is None or r["subject"] == subject):
-            keep.append(r)
-    return keep
+    return vault.catalog().standing(("L4", "L3"), STANDING_KINDS, subject)
 
 
 def _importance(m: dict[str, Any]) -> tuple:

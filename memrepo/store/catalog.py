@@ -169,6 +169,16 @@ class Catalog:
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
+    def standing(self, layers: tuple[str, ...], kinds: tuple[str, ...], subject: str | None = None) -> list[dict]:
+        """Active memories of ``layers`` (any subject) or of ``kinds`` (of ``subject`` when
+        given): what an agent reads at session start. Rows as :meth:`query` gives them."""
+        cols = ("id", "path", "layer", "kind", "subject", "weight")
+        sql = (f"SELECT {','.join(cols)} FROM memory WHERE error IS NULL AND status='active' AND "
+               f"(layer IN ({','.join('?' * len(layers))}) OR (kind IN ({','.join('?' * len(kinds))})"
+               f"{' AND subject=?' if subject is not None else ''})) ORDER BY created, path")
+        args = (*layers, *kinds, *((subject,) if subject is not None else ()))
+        return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
+
     def errors(self) -> list[Problem]:
         return [Problem(p, "(file)", e) for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
 
