@@ -99,6 +99,11 @@ class Vault:
         git.commit_all(root, "memrepo: create vault")
         return cls(root)
 
+    def refresh(self) -> None:
+        """Forget the configuration read so far: a process that keeps the vault open between
+        calls (the background server) reads it afresh, with its warnings, on each call."""
+        self._config = None
+
     @property
     def config(self) -> config_mod.Config:
         if self._config is None:
@@ -342,6 +347,7 @@ class Vault:
         if checked_out:
             self._refuse_links(list(changes))
             self._refuse_dirty(list(changes))
+            git.wait_index_unlocked(self.root)
         also = list(also)
         moved = [ref] + [c.ref for c in also]
         scratch = git.new_scratch_ref()
@@ -385,6 +391,7 @@ class Vault:
         if checked_out:
             self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
+            git.wait_index_unlocked(self.root)
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
         self._write_journal({
