@@ -41,6 +41,11 @@ def filled(vault):
     (["search", "build", "--intent", "histroy"], "--intent 'histroy' is not one of fact, general, howto, history; did you mean 'history'?"),
     (["recall", "build", "--intent", "Fact"], "did you mean 'fact'?"),
     (["apply", "prop_nothing", "--mode", "apend"], "--mode 'apend' is not one of overwrite, append; did you mean 'append'?"),
+    (["schedule", "--kind", "sytemd"], "--kind 'sytemd' is not one of cron, systemd; did you mean 'systemd'?"),
+    (["schedule", "--install", "--kind", "Cron"], "did you mean 'cron'?"),  # never installs a cron line for a typo
+    (["graph", "--export", "g.out", "--format", "dott"], "--format 'dott' is not one of graphml, dot; did you mean 'dot'?"),
+    (["export", "--to", "jsonll"], "--to 'jsonll' is not one of openclaw, jsonl; did you mean 'jsonl'?"),
+    (["flush", "--prompt", "--lang", "ZH"], "--lang 'ZH' is not one of en, zh; did you mean 'zh'?"),
 ])
 def test_bad_option_values_are_usage_errors(filled, capsys, args, said):
     head = filled.head()

@@ -212,3 +212,28 @@ def test_search_on_a_long_unbroken_word_is_bounded(vault):
         started = time.perf_counter()
         search.search(vault, word, limit=5)
         assert time.perf_counter() - started < 3.0   # the aim is 1 s; generous for a loaded machine
+
+
+def test_a_held_index_lock_refuses_the_write_before_anything_is_committed(vault):
+    """A person's git holding .git/index.lock (or a killed one leaving it): memrepo used to
+    commit, then fail to update the index and exit 1 with the new memory committed but shown
+    by 'git status' as deleted-and-untracked (a plain commit would have dropped it). Now it
+    waits a moment, then refuses as busy (75) with nothing written."""
+    head = vault.head()
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    proc = cli(vault.root, "add", "--subject", "proj", "--summary", "the build uses make", "--body", "make")
+    assert proc.returncode == 75, proc.stderr
+    assert "index.lock" in proc.stderr and "nothing was written" in proc.stderr and "Traceback" not in proc.stderr
+    assert vault.head() == head and lock.exists()
+    lock.unlink()
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_an_index_lock_released_during_the_wait_lets_the_write_through(vault):
+    import threading
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    threading.Timer(0.5, lock.unlink).start()
+    memories.add(vault, {"subject": "proj", "summary": "the build uses make"}, "make")
+    assert not lock.exists() and git(vault.root, "status", "--porcelain") == ""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrepo.errors import InvalidMemory, Problem, UsageError
-from memrepo.model import Memory, now_iso
+from memrepo.model import Memory, check_choice, now_iso
 from memrepo.resources import resource
 from memrepo.store.vault import Vault
 
@@ -321,8 +321,7 @@ PROMPT_LANGS = ("en", "zh")
 
 def flush_prompt(lang: str = "en", vault: Vault | None = None) -> str:
     """The flush prompt a runtime injects before compaction (the vault's own copy when it has one)."""
-    if lang not in PROMPT_LANGS:
-        raise UsageError(f"--lang must be one of {', '.join(PROMPT_LANGS)}")
+    check_choice("lang", lang, PROMPT_LANGS)
     name = f"prompts/flush.{lang}.md"
     if vault is not None and (vault.root / name).is_file():
         return (vault.root / name).read_text(encoding="utf-8")

@@ -323,6 +323,9 @@ class ExportResult:
         return {"files": list(self.files), "written": self.written, "left_out": self.left_out}
 
 
+EXPORT_FORMATS = ("openclaw", "jsonl")  # memrepo export --to
+
+
 def export_openclaw(vault: Vault, workspace: Path) -> ExportResult:
     """Write MEMORY.md, USER.md and memory/YYYY-MM-DD.md for an OpenClaw agent from the active memories."""
     root = Path(workspace).expanduser()

@@ -612,10 +612,7 @@ def graph(memory_id: Optional[str] = typer.Argument(None, metavar="[ID]", help="
         if memory_id is not None:
             vault.get(memory_id)
     if export is not None:
-        kind = fmt or ("dot" if export.suffix in (".dot", ".gv") else "graphml")
-        if kind not in ("graphml", "dot"):
-            raise typer.BadParameter("--format must be graphml or dot")
-        (g.to_dot if kind == "dot" else g.to_graphml)(export)
+        kind = g.export(export, fmt)
         typer.echo(f"wrote {len(g.nodes)} memories and {len(g.edges)} edges to {export} ({kind})", err=as_json)
     if memory_id is not None:
         rows = [{"id": n.id, "direction": n.direction, "kind": n.kind, "strength": n.strength} for n in g.neighbours(memory_id)]
@@ -919,6 +916,8 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
     """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
     from memrepo.agents import openclaw
     from memrepo.errors import UsageError
+    from memrepo.model import check_choice
+    check_choice("to", to, openclaw.EXPORT_FORMATS)
     if to == "jsonl":
         with _vault() as vault:
             lines = list(openclaw.export_jsonl(vault))
@@ -929,8 +928,6 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
             target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             _out({"file": str(target), "memories": len(lines)}, as_json, f"wrote {len(lines)} memories to {target}")
         return
-    if to != "openclaw":
-        raise UsageError(f"--to {to}: use openclaw or jsonl")
     if target is None:
         raise UsageError("give the OpenClaw workspace folder: memrepo export --to openclaw WORKSPACE")
     with _vault() as vault:

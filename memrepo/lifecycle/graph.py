@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from memrepo.model import check_choice
+
 STRENGTHS = {"link": 1.0, "wikilink": 1.0, "supersedes": 0.5}
 COOCCUR_UNIT = 0.2  # strength of one co-occurrence; doubles with each doubling of the count
 COOCCUR_CAP = 0.8  # seen together is weaker evidence than written down as a link
@@ -104,6 +106,17 @@ class Graph:
     def to_dot(self, target: str | Path | IO[str] | None = None) -> str:
         """Graphviz DOT text (also written to a path or text stream when given)."""
         return _emit(dot_text(self), target)
+
+    def export(self, target: str | Path, fmt: str | None = None) -> str:
+        """Write the graph to ``target`` as ``fmt`` (``graphml`` or ``dot``; default: ``dot``
+        for a ``.dot``/``.gv`` file, else ``graphml``); returns the format written."""
+        kind = fmt or ("dot" if Path(target).suffix in (".dot", ".gv") else "graphml")
+        check_choice("format", kind, GRAPH_FORMATS)
+        (self.to_dot if kind == "dot" else self.to_graphml)(target)
+        return kind
+
+
+GRAPH_FORMATS = ("graphml", "dot")
 
 
 def build_graph(memories: Iterable[Node],

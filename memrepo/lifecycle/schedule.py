@@ -9,11 +9,15 @@ import sys
 from pathlib import Path
 
 from memrepo.errors import UsageError
+from memrepo.model import check_choice
 from memrepo.store.vault import Vault
+
+SCHEDULE_KINDS = ("cron", "systemd")
 
 
 def schedule_text(vault: Vault, *, kind: str = "cron", at: str = "03:17") -> dict[str, str]:
     """The cron line or systemd user units that run ``memrepo nightly`` on this vault."""
+    check_choice("kind", kind, SCHEDULE_KINDS)
     try:
         hour, minute = (int(x) for x in at.split(":"))
         assert 0 <= hour < 24 and 0 <= minute < 60
@@ -30,7 +34,7 @@ def schedule_text(vault: Vault, *, kind: str = "cron", at: str = "03:17") -> dic
         timer = (f"[Unit]\nDescription=Run {name}.service every night\n\n[Timer]\nOnCalendar=*-*-* {hour:02d}:{minute:02d}:00\n"
                  f"Persistent=true\n\n[Install]\nWantedBy=timers.target\n")
         return {f"{name}.service": service, f"{name}.timer": timer}
-    raise UsageError(f"--kind must be cron or systemd, not {kind!r}")
+    raise AssertionError(kind)
 
 
 def _unit_name(vault: Vault) -> str:

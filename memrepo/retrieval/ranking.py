@@ -169,14 +169,14 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
         return SearchResult(q.text, (), True, intent)
     flt, mask = _filters(q, history)
     wq = _build_query(searcher, q, plan, intent, tuning)
-    cands = _collect(searcher, wq, flt, mask, tuning.pool)
+    cands = _collect(searcher, wq, flt, mask, tuning)
     if (tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto")
             and plan.cost <= tuning.prf_max_cost):
         # feedback broadens natural questions; a fact lookup stays with its exact words
         extra = _feedback_terms(searcher, cands, plan, tuning)
         if extra:
             wq = _build_query(searcher, q, plan, intent, tuning, extra=extra)
-            cands = _collect(searcher, wq, flt, mask, tuning.pool)
+            cands = _collect(searcher, wq, flt, mask, tuning)
     mix = None
     if semantic is not None and not q.advanced:
         mix = _mix_weight(tuning, intent, history, q.text)
@@ -354,23 +354,18 @@ def semantic_text(query: str, tuning: Tuning = DEFAULT_TUNING) -> str:
 
 def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tuning,
                  extra: dict[str, float] | None = None):
-    from whoosh import query as wq
+    """The query's weighted terms ``[(field, text, boost)]``, or a parsed Whoosh query for the
+    advanced syntax."""
     if q.advanced:
         parsed = _parse_advanced(searcher, q.text)
         if parsed is not None:
             return parsed
-    subs = [wq.Term(SCORED, t, boost=b) for t, b in plan.searched.items()]
+    terms = [(SCORED, t, b) for t, b in plan.searched.items()]
     if intent == "fact":
         from memrepo.retrieval.analysis import query_keys
-        subs += [wq.Term("keys", key, boost=tuning.exact_key_boost)
-                 for key in dict.fromkeys(query_keys(q.text))]
-    subs += [wq.Term(SCORED, t, boost=w) for t, w in (extra or {}).items()]
-    query = wq.Or(subs)
-    # Whoosh preloads every posting into arrays for segments under 5,000 documents (its
-    # "array" union); the binary union tree with block-max skipping is faster for our
-    # few, budgeted terms (10k memories: CPU p50 12.0 -> 8.2 ms)
-    query.matcher_type = wq.Or.DEFAULT_MATCHER
-    return query
+        terms += [("keys", key, tuning.exact_key_boost) for key in dict.fromkeys(query_keys(q.text))]
+    terms += [(SCORED, t, w) for t, w in (extra or {}).items()]
+    return terms
 
 
 def _parse_advanced(searcher, query: str):
@@ -400,13 +395,17 @@ def _filters(q: SearchQuery, history: bool):
     return flt, mask
 
 
-def _collect(searcher, query, flt, mask, pool: int) -> list[_Cand]:
-    # terms=True would force Whoosh's slow binary union tree; coverage is computed later
-    # from the stored text of the few hits that are returned.
+def _collect(searcher, query, flt, mask, tuning: Tuning) -> list[_Cand]:
+    """The best ``tuning.pool`` candidates of ``query`` (weighted terms, or a parsed query)
+    within the filter and outside the mask."""
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     if allow is not None and not allow:
         return []
-    results = searcher.search(query, limit=pool, filter=allow, mask=deny or None)
+    if isinstance(query, list):
+        from memrepo.retrieval.collect import top_docs
+        found = top_docs(searcher, query, field_b(tuning), tuning.k1, tuning.pool, allow, deny or None)
+        return [_Cand(docnum, searcher.stored_fields(docnum), score, -1.0) for docnum, score in found]
+    results = searcher.search(query, limit=tuning.pool, filter=allow, mask=deny or None)
     return [_Cand(hit.docnum, hit.fields(), hit.score, -1.0) for hit in results]
 
 
@@ -572,6 +571,13 @@ def _apply_heat(cands: list[_Cand], stats: Stats, gain: float) -> None:
         c.score *= 1.0 + gain * (1.0 - math.exp(-h))
 
 
+def field_b(tuning: Tuning) -> dict[str, float]:
+    """BM25's length normalisation per field (``""``: every other field); none for the
+    exact-key field: a memory with many keys is not "longer" in any sense that should dilute
+    a key match."""
+    return {"": tuning.b, "keys": 0.0}
+
+
 def weighting(tuning: Tuning):
     """BM25F with Lucene's idf: Whoosh's default ``log(N/(df+1)) + 1`` over-weights terms
     that occur almost everywhere (measured: several points of R@10 on both benchmarks)."""
@@ -583,9 +589,8 @@ def weighting(tuning: Tuning):
             df = searcher.doc_frequency(fieldname, text)
             return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    # No length normalisation for the exact-key field: a memory with many keys is not
-    # "longer" in any sense that should dilute a key match.
-    return LuceneBM25F(B=tuning.b, K1=tuning.k1, keys_B=0.0)
+    per_field = {f"{name}_B": b for name, b in field_b(tuning).items() if name}
+    return LuceneBM25F(B=tuning.b, K1=tuning.k1, **per_field)
 
 
 def _hit(c: _Cand, query: str) -> Hit:

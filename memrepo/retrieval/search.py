@@ -186,22 +186,37 @@ def _tree_stamp(vault: Vault, dirs: Iterable[str]) -> tuple:
     replacing), or git touches its index (add, commit, checkout, reset, merge): the stat of
     git's index file and the mtimes of the memory folders. Only an edit written in place
     into an existing file leaves it as it was."""
+    root = os.path.join(vault.root, "")
+
     def mtime(d: str):
         try:
-            return os.stat(vault.root / d).st_mtime_ns
+            return os.stat(root + d).st_mtime_ns
         except OSError:
             return None
     return (git.index_stamp(vault.root), tuple(mtime(d) for d in dirs))
 
 
 def _memory_dirs(vault: Vault) -> tuple[tuple[str, ...], int]:
-    """The folders under the memory roots and how many memory files they hold."""
+    """The folders under the memory roots (relative, sorted as a walk visits them) and how
+    many memory files they hold."""
+    root = os.path.join(vault.root, "")
     dirs, files = [], 0
     for top in MEMORY_ROOTS:
-        for folder, subdirs, names in os.walk(vault.root / top):
-            subdirs.sort()
-            dirs.append(Path(folder).relative_to(vault.root).as_posix())
-            files += sum(1 for n in names if n.endswith(".md"))
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(root + folder) as entries:
+                    subdirs = []
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirs.append(f"{folder}/{entry.name}")
+                        elif entry.name.endswith(".md"):
+                            files += 1
+            except OSError:  # not there (yet), or removed meanwhile
+                continue
+            dirs.append(folder)
+            stack.extend(sorted(subdirs, reverse=True))
     return tuple(dirs), files
 
 

@@ -354,6 +354,19 @@ def _quote(path: str) -> bytes:
     return path.encode()
 
 
+def wait_index_unlocked(root: Path, *, attempts: int = 50) -> None:
+    """Wait (about 5 s) while another git process holds ``index.lock``; :class:`GitLocked`
+    when it stays. A write that updates the index asks this before it commits anything, so it
+    does not commit and then find that it cannot bring the index along."""
+    lock = git_path(root, "index.lock")
+    for _ in range(attempts):
+        if not lock.exists():
+            return
+        time.sleep(0.1)
+    raise GitLocked(f"git's index is locked ({lock}): another git process is running, or one was killed; "
+                    "retry when it has finished, or remove the file if no git process is running (nothing was written)")
+
+
 def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:
     """Make the index match the working tree for ``paths`` (added, changed or removed).
 

@@ -342,6 +342,7 @@ class Vault:
         if checked_out:
             self._refuse_links(list(changes))
             self._refuse_dirty(list(changes))
+            git.wait_index_unlocked(self.root)
         also = list(also)
         moved = [ref] + [c.ref for c in also]
         scratch = git.new_scratch_ref()
@@ -385,6 +386,7 @@ class Vault:
         if checked_out:
             self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
+            git.wait_index_unlocked(self.root)
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
         self._write_journal({
