@@ -180,8 +180,8 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     mix = None
     if semantic is not None and not q.advanced:
         mix = _mix_weight(tuning, intent, history, q.text)
-        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask, wq,
-                              vector_led=intent != "fact" or len(cands) < q.limit, pool=tuning.semantic_pool)
+        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask, wq, tuning,
+                              vector_led=intent != "fact" or len(cands) < q.limit)
     cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
     _calibrate(cands, mix)
     if history:  # the relevant versions, newest first: a timeline of what is shown
@@ -235,7 +235,7 @@ def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
 
 
 def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
-                  flt, mask, wq, *, vector_led: bool, pool: int) -> list[_Cand]:
+                  flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
     filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh), each
     with the keyword query's score for it: a memory's keyword side is the same whether it came
@@ -247,7 +247,7 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     if not vector_led:
         return cands
     have = {c.fields["id"] for c in cands}
-    near = vec.top(semantic.query, pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
+    near = vec.top(semantic.query, tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
                    statuses=_allowed_statuses(q, history))
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     added: list[_Cand] = []
@@ -258,34 +258,18 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
         if docnum is None or (allow is not None and docnum not in allow) or (deny and docnum in deny):
             continue
         added.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
-    scores = _keyword_scores(searcher, wq, [c.docnum for c in added])
+    scores = _keyword_scores(searcher, wq, [c.docnum for c in added], tuning)
     for c in added:
         c.bm25 = scores.get(c.docnum, 0.0)
     return cands + added
 
 
-def _keyword_scores(searcher, query, docnums: list[int]) -> dict[int, float]:
-    """The keyword query's score (as the collection gives it) of a few given documents:
-    the query's matcher skips to each of them, segment by segment, instead of walking every
-    posting."""
-    out: dict[int, float] = {}
+def _keyword_scores(searcher, terms, docnums: list[int], tuning: Tuning) -> dict[int, float]:
+    """The keyword query's scores of the given documents, exactly as the collection scores them."""
     if not docnums:
-        return out
-    context = searcher.context()
-    for sub, offset in searcher.leaf_searchers():
-        end = offset + sub.doc_count_all()
-        local = sorted(d - offset for d in docnums if offset <= d < end)
-        if not local:
-            continue
-        m = query.matcher(sub, context)
-        for d in local:
-            if m.is_active() and m.id() < d:
-                m.skip_to(d)
-            if not m.is_active():
-                break
-            if m.id() == d:
-                out[d + offset] = m.score()
-    return out
+        return {}
+    from memrepo.retrieval.collect import top_docs
+    return dict(top_docs(searcher, terms, field_b(tuning), tuning.k1, len(docnums), allow=set(docnums)))
 
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
