@@ -238,8 +238,8 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
                   flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
     filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh), each
-    with the keyword query's score for it: a memory's keyword side is the same whether it came
-    in by its words or by its vector."""
+    with the keyword query's score for it (as the collection gives it): a memory's keyword side
+    is the same whether it came in by its words or by its vector."""
     vec = semantic.vectors
     cos = vec.cosines(semantic.query, [c.fields["id"] for c in cands])  # type: ignore[attr-defined]
     for c in cands:
@@ -258,18 +258,11 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
         if docnum is None or (allow is not None and docnum not in allow) or (deny and docnum in deny):
             continue
         added.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
-    scores = _keyword_scores(searcher, wq, [c.docnum for c in added], tuning)
+    from memrepo.retrieval.collect import scores_of
+    scores = scores_of(searcher, wq, field_b(tuning), tuning.k1, [c.docnum for c in added])
     for c in added:
         c.bm25 = scores.get(c.docnum, 0.0)
     return cands + added
-
-
-def _keyword_scores(searcher, terms, docnums: list[int], tuning: Tuning) -> dict[int, float]:
-    """The keyword query's scores of the given documents, exactly as the collection scores them."""
-    if not docnums:
-        return {}
-    from memrepo.retrieval.collect import top_docs
-    return dict(top_docs(searcher, terms, field_b(tuning), tuning.k1, len(docnums), allow=set(docnums)))
 
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
