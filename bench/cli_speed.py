@@ -12,7 +12,10 @@ children, git included):
 * ``memrepo add`` (a new low-risk memory each call), ``memrepo search`` with the semantic layer
   off (``MEMREPO_SEMANTIC=0``) and, with ``--semantic``, on (vectors built first), ``recall``
   and ``context``;
-* a one-file hand commit with memrepo's pre-commit hook, and the same with ``--no-verify``.
+* a one-file hand commit with memrepo's pre-commit hook, and the same with ``--no-verify``;
+* search, recall and context answered by a warm background server (``memrepo daemon``; every
+  other row runs with ``MEMREPO_DAEMON=0``, a new process per call), keywords only and, with
+  ``--semantic``, the default config (semantic on); the server's own CPU per call is a column.
 
 Each side runs as an installed console script does: a launcher made from the tree's
 ``pyproject.toml`` entry point, byte-compiled first. ``--before OLD_TREE`` (a checkout of
@@ -69,6 +72,37 @@ def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, d
             if i >= WARMUPS:
                 samples[name].append(sample)
     return {name: stats(s) for name, s in samples.items()}
+
+
+def server_rows(exe: Path, env: dict, v: list[str], runs: int, work: Path, *, semantic: bool) -> dict[str, dict]:
+    """search, recall and context answered by a warm background server (memrepo/cli/daemon.py):
+    wall and client CPU per call as above, and the server's own CPU per call (``server_cpu_*``,
+    from its ``cpu_seconds`` in ``memrepo daemon status``); with the semantic layer on (the
+    default config; only with ``--semantic``, which builds the vectors first) and off."""
+    rt = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
+    rows = {}
+    for sem in (("1", "0") if semantic else ("0",)):
+        e = {**env, "MEMREPO_DAEMON": "1", "MEMREPO_RUNTIME_DIR": str(rt), "MEMREPO_SEMANTIC": sem}
+        run([str(exe), "daemon", "start"], e)
+
+        def served_cpu(e: dict = e) -> float:
+            return json.loads(run([str(exe), "daemon", "status", "--json"], e))["cpu_seconds"] * 1000
+
+        for label, argv in (("search", ["search", "database connection pool latency", "--limit", "10"]),
+                            ("recall", ["recall", "why did the deploy fail last week?", "--budget", "2000"]),
+                            ("context", ["context", "--budget", "4000"])):
+            samples, server = [], []
+            for i in range(runs + WARMUPS):
+                before = served_cpu()
+                sample = timed([str(exe), *v, *argv], e)[0]
+                if i >= WARMUPS:
+                    samples.append(sample)
+                    server.append(served_cpu() - before)
+            row = stats(samples)
+            row["server_cpu_p50"], row["server_cpu_mean"] = round(sorted(server)[len(server) // 2], 1), round(sum(server) / len(server), 1)
+            rows[f"{label}, warm server (semantic {'on' if sem == '1' else 'off'})"] = row
+        run([str(exe), "daemon", "stop"], e)
+    return rows
 
 
 def git_processes(cmd: list[str], env: dict[str, str], work: Path, cwd: Path | None = None) -> int:
@@ -128,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         results["search (semantic on)"] = measure(sem, args.runs, cli("search", "database connection pool latency"))
         print("search (semantic on)", json.dumps(results["search (semantic on)"]), flush=True)
 
+    for label, result in server_rows(exe0, env0, v, args.runs, work, semantic=args.semantic).items():
+        results[label] = {"after": result}
+        print(label, json.dumps(result), flush=True)
+
     targets = iter(hand_edit_targets(vault, env, 2 * len(sides) * (args.runs + WARMUPS)))
     n = iter(range(10 ** 6))
 
@@ -150,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|" + "---:|---:|" * len(sides))
     for label, by_side in results.items():
         print(f"| {label} | " + " | ".join(f"{r['p50']:.0f} / {r['p95']:.0f} ms | {r['cpu_p50']:.0f} ms"
+                                           + (f" + server {r['server_cpu_p50']:.0f} ms" if "server_cpu_p50" in r else "")
                                            for r in by_side.values()) + " |")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

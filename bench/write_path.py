@@ -69,6 +69,7 @@ def bench_env(work: Path) -> dict[str, str]:
     env.update(GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1", MEMREPO_AUTHOR="bench",
                GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
                GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost", LC_ALL="C.UTF-8")
+    env["MEMREPO_DAEMON"] = "0"  # every call a new process, as measured so far; cli_speed.py times the server apart
     return env
 
 

@@ -7,12 +7,10 @@ Packages, one direction of imports (each imports only those to its right)::
 
     cli -> api -> lifecycle -> review | retrieval -> store -> values (errors, model, text, config)
 """
-from typing import Any
-
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import here: every ``memrepo`` call starts by importing this
     import importlib
 
     api = importlib.import_module("memrepo.api")

@@ -30,6 +30,8 @@ def isolated_env(tmp_path_factory, monkeypatch):
     # Keyword ranking unless a test asks for the semantic layer (tests/test_semantic.py):
     # loading the model costs about a second per process.
     monkeypatch.setenv("MEMREPO_SEMANTIC", "0")
+    # No background server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
+    monkeypatch.setenv("MEMREPO_DAEMON", "0")
     yield
 
 

@@ -292,3 +292,33 @@ def test_a_squash_merge_of_a_pushed_proposal_passes_the_audit(vault, tmp_path):
     git(vault.root, "commit", "-q", "--no-verify", "-m", "copy the trick")
     [problem] = validate.validate_tree(vault)
     assert problem.path == path
+
+
+def test_a_squash_merged_proposal_is_listed_as_applied_not_open(vault, tmp_path):
+    """A forge's "squash and merge" leaves the proposal branch outside main's history; the
+    proposal is applied all the same (its memories are on main as its tip has them)."""
+    pending, other = pushed_rule(vault, tmp_path)
+    git(other, "merge", "-q", "--squash", f"origin/proposal/{pending.proposal}")
+    git(other, "commit", "-q", "-m", "Never auto-publish (#1)")
+    git(other, "push", "-q", "origin", "main")
+    git(vault.root, "pull", "-q", "--ff-only", "origin", "main")
+    squash = git(vault.root, "rev-parse", "HEAD").strip()
+    proc = cli(vault.root, "proposals", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    [listed] = json.loads(cli(vault.root, "proposals", "--all", "--json").stdout)
+    assert listed["id"] == pending.proposal and listed["status"] == "applied"
+    assert listed["outcome"]["commit"] == squash and "squash" in listed["outcome"]["via"]
+    proc = cli(vault.root, "apply", pending.proposal)
+    assert proc.returncode == 4 and "already applied" in proc.stderr
+
+
+def test_an_open_proposal_whose_memory_main_holds_otherwise_stays_open(vault, tmp_path):
+    """Only the tip's exact content counts as merged: the same id on main with other content
+    (here: still pending review, as the proposal commit had it) leaves the proposal open."""
+    pending, other = pushed_rule(vault, tmp_path)
+    git(other, "checkout", "-q", f"origin/proposal/{pending.proposal}~1", "--", "memories")
+    git(other, "commit", "-q", "--no-verify", "-m", "copy the pending file")
+    git(other, "push", "-q", "origin", "main")
+    git(vault.root, "pull", "-q", "--ff-only", "origin", "main")
+    [listed] = json.loads(cli(vault.root, "proposals", "--json").stdout)
+    assert listed["id"] == pending.proposal and listed["status"] == "open"

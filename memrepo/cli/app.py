@@ -132,6 +132,10 @@ EXAMPLES: dict[str, str] = {
     "evidence": "memrepo evidence evidence:3fa9c1d2e4b5",
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
     "mcp": "memrepo --vault ~/agent-memory mcp\nmemrepo mcp --agent executor",
+    "daemon": "memrepo daemon status\nmemrepo daemon stop",
+    "daemon start": "memrepo daemon start --json",
+    "daemon stop": "memrepo daemon stop",
+    "daemon status": "memrepo daemon status --json",
 }
 # Commands without --json, and why (a test requires --json of every other command).
 NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
@@ -934,6 +938,56 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
          + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+
+
+# ---- daemon: the background server that answers search, recall and context warm
+
+daemon_app = typer.Typer(help="The background server that answers search, recall and context warm "
+                              "(started by those commands; MEMREPO_DAEMON=0 turns it off).",
+                         rich_markup_mode=None, no_args_is_help=True)
+app.add_typer(daemon_app, name="daemon")
+
+
+def _daemon_report(found: dict | None, as_json: bool, none: str) -> None:
+    if as_json:
+        _out({"running": found is not None, **(found or {})}, True)
+    elif found is None:
+        typer.echo(none)
+    else:
+        typer.echo(f"running: pid {found['pid']}, {found['requests']} calls answered, idle {found['idle_seconds']:.0f} s "
+                   f"(exits after {found['idle_exit']:.0f} s idle), socket {found['socket']}")
+
+
+@daemon_app.command("start")
+def daemon_start(as_json: bool = JsonOpt):
+    """Start the server for this installation now (search, recall and context also start it)."""
+    from memrepo.cli import daemon
+    from memrepo.errors import UsageError
+    if not daemon.enabled():
+        raise UsageError(f"the background server is turned off ({daemon.ENV}=0)")
+    path = daemon.start(wait=30.0)
+    if path is None:
+        raise UsageError("no background server can run here: its runtime folder is not a private folder of this "
+                         f"user or its path is too long (set {daemon.RUNTIME_ENV})")
+    _daemon_report(daemon.ask("status", path), as_json, "the server did not start; commands run in-process")
+
+
+@daemon_app.command("stop")
+def daemon_stop(as_json: bool = JsonOpt):
+    """Stop every background server of this user (the next search starts one again)."""
+    from memrepo.cli import daemon
+    stopped = daemon.stop()
+    _out({"stopped": [s["pid"] for s in stopped]}, as_json,
+         f"stopped {len(stopped)} server(s)" + (f": pid {', '.join(str(s['pid']) for s in stopped)}" if stopped else ""))
+
+
+@daemon_app.command("status")
+def daemon_status(as_json: bool = JsonOpt):
+    """Whether the server for this installation runs: its pid, calls answered, idle time, socket."""
+    from memrepo.cli import daemon
+    path = daemon.socket_path()
+    found = daemon.ask("status", path) if path else None
+    _daemon_report(found, as_json, "not running" + ("" if daemon.enabled() else f" (turned off: {daemon.ENV}=0)"))
 
 
 # ------------------------------------------------------------------ hooks

@@ -21,6 +21,7 @@ class State:
     vault_path: str | None = None
     agent: str | None = None
     json: bool = False
+    vaults = None  # a resident process's open vaults (memrepo.cli.daemon.Vaults); else opened per call
 
 
 state = State()
@@ -52,6 +53,8 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
 
 
 def vault():
+    if state.vaults is not None:
+        return state.vaults.open(state.vault_path)
     from memrepo.store.vault import Vault
     return Vault.find(explicit=state.vault_path)
 

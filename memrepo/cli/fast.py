@@ -9,6 +9,10 @@ typer commands call (:mod:`memrepo.cli.commands`). Whatever it does not recognis
 ``--version``, an unknown or malformed option, a bad value, a missing argument, ``--``, any other
 command — goes to the typer app unchanged, so every message, usage error and exit code comes
 from one place. ``MEMREPO_CLI_FAST=0`` sends every call to typer.
+
+The read commands (``search``, ``recall``, ``context``) are first offered to the background
+server (:mod:`memrepo.cli.daemon`), which runs this same :func:`run` warm; without one they run
+here and then start one.
 """
 from __future__ import annotations
 
@@ -19,14 +23,24 @@ from memrepo.cli.spec import COMMANDS
 
 _GLOBAL_VALUED = tuple(p["opts"][0] for p in COMMANDS[""] if p["kind"] == "option" and not p["flag"])
 _INVALID = object()
+_DAEMON_COMMANDS = frozenset(("search", "recall", "context"))  # memrepo.cli.daemon.COMMANDS, without importing it
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point (``memrepo``): the fast path when it applies, else the typer app."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get("MEMREPO_CLI_FAST", "1") != "0":
+        served = None
+        if _DAEMON_COMMANDS.intersection(argv):
+            from memrepo.cli import daemon
+            if daemon.eligible(argv):
+                served = daemon.call(argv)
+                if isinstance(served, int):
+                    return served
         code = run(argv)
         if code is not None:
+            if served == "absent":
+                daemon.start()
             return code
     from memrepo.cli.app import main as typer_main
     return typer_main(argv)

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from memrepo.errors import Busy
 
-DEFAULT_TIMEOUT = float(os.environ.get("MEMREPO_LOCK_TIMEOUT", "30"))
+TIMEOUT_ENV = "MEMREPO_LOCK_TIMEOUT"
 
 
 @contextmanager
@@ -24,7 +24,7 @@ def locked(path: Path, *, timeout: float | None = None, what: str = "the vault",
     """Hold an exclusive lock on ``path`` for the block; after ``timeout`` s raise ``busy()``
     (default: Busy naming ``what``). The one wait-and-retry loop for every lock memrepo takes:
     the vault's, the search index's and the vectors' writers."""
-    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    timeout = float(os.environ.get(TIMEOUT_ENV, "30")) if timeout is None else timeout  # read per call: a resident process serves many
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

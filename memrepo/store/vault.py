@@ -99,6 +99,11 @@ class Vault:
         git.commit_all(root, "memrepo: create vault")
         return cls(root)
 
+    def refresh(self) -> None:
+        """Forget the configuration read so far: a process that keeps the vault open between
+        calls (the background server) reads it afresh, with its warnings, on each call."""
+        self._config = None
+
     @property
     def config(self) -> config_mod.Config:
         if self._config is None:
