@@ -37,6 +37,10 @@ def test_intents():
     assert detect_intent("what was the theme before the redesign?") == "history"
     assert detect_intent("数据库以前的配置") == "history"
     assert detect_intent("When did Caroline go to the support group?") == "general"
+    # a question in the past tense is not about a memory's history (no newest-first timeline):
+    # measured on LoCoMo dev, MRR 48.7 -> 49.5 keyword-only, R@10 unchanged
+    assert detect_intent("What was Joanna's audition for?") == "general"
+    assert detect_intent("what was the pool size previously?") == "history"
 
 
 def test_query_keys():

@@ -156,7 +156,7 @@ def memory_analyzer() -> MemoryTokenizer:
 
 _HISTORY_RE = re.compile(
     r"\b(history|before|previous(?:ly)?|used to|formerly|originally|earlier|old value|"
-    r"changed|change log|what was)\b|以前|之前|历史|曾经|原来|过去|早先|变更|改动",
+    r"changed|change log)\b|以前|之前|历史|曾经|原来|过去|早先|变更|改动",
     re.IGNORECASE)
 _HOWTO_RE = re.compile(
     r"^\s*(how|why)\b|\bhow (?:do|to|can|should|does)\b|\b(steps|procedure|best way|fix|"
