@@ -1,5 +1,5 @@
 """The background server's side of :mod:`memrepo.cli.daemon`: one process per user and code
-stamp, answering ``search``, ``recall`` and ``context`` calls one at a time with the caller's
+stamp, answering ``search``, ``recall``, ``context`` and ``add`` calls one at a time with the caller's
 working directory, environment, umask and file descriptors 0-2, and keeping the vaults it
 opened warm between calls. Started by the client as ``python -P -m memrepo.cli.resident
 SOCKET STAMP``; it exits when idle, when its code changes and when its socket file goes.
@@ -19,7 +19,7 @@ class _Stop(Exception):
 
 
 class _Terminated(BaseException):
-    """SIGTERM: stop now, even in the middle of a call (its client reports that)."""
+    """SIGTERM between calls: stop now."""
 
 
 class Vaults:
@@ -82,6 +82,7 @@ class Server:
         self.last = time.monotonic()
         self.idle = _idle_setting()
         self.in_call = False
+        self.terminating = False  # SIGTERM during a call: exit once it is done (a write is never cut)
         self.sock = None
         self.inode = None
 
@@ -122,6 +123,8 @@ class Server:
                     continue
                 self.handle(conn)
                 self.last = time.monotonic()
+                if self.terminating:
+                    return
         except _Stop:
             return
         finally:
@@ -131,6 +134,8 @@ class Server:
         """Remove the socket file (if still ours), answer the calls already queued, close."""
         if self.sock is None:
             return
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.mine():
             try:
                 os.unlink(self.path)
@@ -250,6 +255,13 @@ class Server:
         if self.in_call:
             raise KeyboardInterrupt
 
+    def terminate(self, signum, frame) -> None:
+        """SIGTERM: stop now between calls, or once the current call is done."""
+        if self.in_call:
+            self.terminating = True
+        else:
+            raise _Terminated
+
 
 def _idle_setting() -> float:
     try:
@@ -296,7 +308,7 @@ def warm_up() -> None:
     import importlib
     for name in ("memrepo.cli.fast", "memrepo.cli.commands", "memrepo.cli.output", "memrepo.store.vault",
                  "memrepo.retrieval.search", "memrepo.agents.recall", "memrepo.agents.context",
-                 "memrepo.agents.transcript", "memrepo.team.scopes"):
+                 "memrepo.agents.transcript", "memrepo.team.scopes", "memrepo.review.writes"):
         importlib.import_module(name)
     from memrepo.retrieval import embed, search
     if os.environ.get(search.SEMANTIC_ENV, "1").strip().lower() not in ("0", "false", "no", "off") and embed.available():
@@ -317,7 +329,7 @@ def serve(path: str, code_stamp: str) -> int:
             return 1
         server = Server(path, code_stamp)
         signal.signal(signal.SIGINT, server.interrupt)
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, server.terminate)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         warm_up()
         try:
@@ -340,10 +352,6 @@ def serve(path: str, code_stamp: str) -> int:
             os.unlink(marker)
         except OSError:
             pass
-
-
-def _terminate(signum, frame) -> None:
-    raise _Terminated
 
 
 if __name__ == "__main__":
