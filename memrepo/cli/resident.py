@@ -160,7 +160,8 @@ class Server:
         import time
         return {"pid": os.getpid(), "socket": self.path, "requests": self.requests, "fallbacks": self.fallbacks,
                 "started": round(self.started, 3), "idle_seconds": round(time.monotonic() - self.last, 3),
-                "cpu_seconds": round(time.process_time(), 6),
+                "cpu_seconds": round(time.process_time(), 6),  # its own, and its finished git processes':
+                "children_cpu_seconds": round(os.times().children_user + os.times().children_system, 6),
                 "idle_exit": self.idle, "python": sys.executable,
                 "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
 
