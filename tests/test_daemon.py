@@ -322,3 +322,21 @@ def test_a_server_killed_during_add_says_so_and_nothing_is_half_written(shared, 
     assert _log(shared) == log
     assert run("--vault", str(shared), "add", "--summary", "Written after", "--body", "b")[0] == 0
     assert len(_log(shared)) == len(log) + 1  # no lock or journal left behind by the killed write
+
+
+def test_a_call_runs_in_process_while_the_server_is_busy_with_another(shared, on):
+    """One call at a time: a call that finds the server busy for a second runs in-process
+    (never twice), and the busy call still finishes on the server."""
+    before = started(shared)
+    held = subprocess.Popen([*MEMREPO, "--vault", str(shared), "recall", "--hook"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=person_env(MEMREPO_DAEMON="1"))
+    deadline = time.monotonic() + 20
+    while not os.readlink(f"/proc/{before['pid']}/fd/0").startswith("pipe:"):  # held: waiting for its stdin
+        assert time.monotonic() < deadline and held.poll() is None
+        time.sleep(0.01)
+    args = ("--vault", str(shared), "search", "pool")
+    assert run(*args) == run(*args, served=False)
+    out, err = held.communicate(PAYLOAD, timeout=30)
+    assert (held.returncode, out, err) == run("--vault", str(shared), "recall", "--hook", served=False, stdin=PAYLOAD)
+    after = server()
+    assert (after["pid"], after["requests"]) == (before["pid"], before["requests"] + 1)

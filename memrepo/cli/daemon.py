@@ -50,6 +50,8 @@ SOCKET_MAX = 107    # bytes in a unix socket path (sun_path) on Linux, the NUL e
 ABSENT = "absent"      # no server: run in-process, then start one
 FALLBACK = "fallback"  # a server runs but did not take the call: run it in-process
 OFF = "off"            # not for the server (disabled, refused, unusable): run in-process
+BUSY = "busy"          # the server was answering another call for BUSY_WAIT seconds: run in-process
+BUSY_WAIT = 1.0
 
 
 # ---------------------------------------------------------------- where, and which code
@@ -166,7 +168,7 @@ def call(argv: list[str], command: str = "") -> int | str:
                    "stdio": [[s.encoding, s.errors, s.line_buffering, s.write_through]
                              for s in (sys.stdin, sys.stdout, sys.stderr)]}
         try:
-            send(conn, request, fds=[0, 1, 2])
+            send(conn, request)
         except OSError:
             return ABSENT
         return _outcome(conn, pid, writes=command in WRITES)
@@ -177,13 +179,30 @@ def call(argv: list[str], command: str = "") -> int | str:
 
 
 def _outcome(conn, pid: int, *, writes: bool) -> int | str:
-    """Wait for the server's answer; Ctrl-C is passed on to it (the call answers 130)."""
+    """The server's answer. It says "ready" when it takes the call and runs it only on the
+    client's "go", which carries fds 0-2: a client that stops waiting for a busy server
+    (BUSY_WAIT) runs the call in-process, and it never runs twice nor leaves its stdout open in
+    the server's queue (a shell's ``$(memrepo search ...)`` waits for that end of file). Once
+    it runs, Ctrl-C is passed on to the server (the call answers 130)."""
     receiver = Receiver(conn)
-    reply = _reply(receiver, pid)
+    conn.settimeout(BUSY_WAIT)
+    try:
+        reply = receiver.receive()[0]
+    except KeyboardInterrupt:
+        return 130  # nothing ran
+    except TimeoutError:
+        return BUSY  # another call holds it (one at a time): this one runs in-process
+    except (OSError, ValueError, EOFError, TypeError):
+        return ABSENT
     if reply is None:
-        return ABSENT  # it went away before starting the call: nothing ran
-    if "started" not in reply:
+        return ABSENT  # it went away before taking the call: nothing ran
+    if "ready" not in reply:
         return OFF if reply.get("stale") else FALLBACK
+    conn.settimeout(None)
+    try:
+        send(conn, {"go": True}, fds=[0, 1, 2])
+    except OSError:
+        return ABSENT
     reply = _reply(receiver, pid)
     if reply is None:
         sys.stderr.write((STOPPED_WRITE_MESSAGE if writes else STOPPED_MESSAGE) + "\n")
@@ -262,6 +281,19 @@ class Receiver:
         return (message if isinstance(message, dict) else None), fds
 
 
+def listening(path: str) -> bool:
+    """True when a server listens at ``path`` (busy or not: a connection waits in its queue)."""
+    import _socket
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
 def ask(op: str, path: str, *, timeout: float = 5.0) -> dict | None:
     """The server's answer to ``op`` ("status" or "stop"), or None when none answers at ``path``."""
     import _socket
@@ -286,7 +318,7 @@ def start(*, wait: float = 0.0) -> str | None:
         path = socket_path(code_stamp, create=True)
         if path is None:
             return None
-        if ask("status", path, timeout=1.0) is None and _claim(path + ".start"):
+        if not listening(path) and _claim(path + ".start"):
             _spawn(path, code_stamp)  # it takes over a killed server's socket file
         if wait:
             import time

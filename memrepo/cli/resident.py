@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memrepo.cli.daemon import IDLE_DEFAULT, IDLE_ENV, Receiver, ask, peer, send, stamp
+from memrepo.cli.daemon import BUSY_WAIT, IDLE_DEFAULT, IDLE_ENV, Receiver, listening, peer, send, stamp
 
 MAX_VAULTS = 8
 
@@ -90,7 +90,7 @@ class Server:
         """Bind a temporary name, then rename it over the socket path (replacing a dead
         server's file); a live server already there wins and this one gives up."""
         import socket
-        if ask("status", self.path, timeout=1.0) is not None:
+        if listening(self.path):
             raise _Stop
         tmp = os.path.join(os.path.dirname(self.path), f"t{os.getpid()}.tmp")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -173,7 +173,8 @@ class Server:
                 if uid != os.getuid():
                     return
                 conn.settimeout(10.0)
-                request, fds = Receiver(conn).receive(max_fds=3)
+                receiver = Receiver(conn)
+                request, _ = receiver.receive()
                 conn.settimeout(None)
                 op = request.get("op") if request else None
                 if op == "status":
@@ -182,10 +183,15 @@ class Server:
                     send(conn, self.status())
                     raise _Stop
                 elif op == "run":
-                    if request.get("stamp") != self.stamp or len(fds) != 3:
+                    if request.get("stamp") != self.stamp:
                         send(conn, {"stale": True})
                         return
-                    send(conn, {"started": True})
+                    send(conn, {"ready": True})
+                    conn.settimeout(BUSY_WAIT + 10.0)
+                    go, fds = receiver.receive(max_fds=3)
+                    if not go or not go.get("go") or len(fds) != 3:
+                        return  # the client stopped waiting and runs the call itself
+                    conn.settimeout(None)
                     code = self.run(request, fds)
                     if code is None:
                         self.fallbacks += 1
