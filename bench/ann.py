@@ -56,6 +56,11 @@ def real_vectors(bench: Path, work: Path) -> tuple[np.ndarray, list[str]]:
     return vecs / np.linalg.norm(vecs, axis=1, keepdims=True), questions
 
 
+# the child's own peak (VmHWM, kB): ru_maxrss survives exec, so a child started by this large
+# process reported this process's peak
+PEAK = "def peak(): return int([x for x in open('/proc/self/status') if x.startswith('VmHWM')][0].split()[1])\n"
+
+
 def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path) -> None:
     from usearch.index import Index
     n = len(vecs)
@@ -85,15 +90,14 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path) -> None:
             hits += len(want & {int(k) for k in found.keys})
         print(f"  usearch ef_search={ef}: query CPU p50 {statistics.median(lat):.2f} ms, "
               f"recall@10 vs exact {hits / (10 * len(queries)):.3f}")
-    code = ("import resource,sys,numpy as np; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore; "
+    code = ("import sys,numpy as np; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore; "
             f"s=VectorStore(Path({str(store.dir)!r})).load(); q=np.load({str(tmp / 'q.npy')!r}); "
             "[s.top(v, 30, statuses={'active'}) for v in q]; "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print(peak())")
     np.save(tmp / "q.npy", queries)
-    base = ("import resource,numpy; from memrepo.retrieval.vectors import VectorStore; "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    rss = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    rss0 = int(subprocess.run([sys.executable, "-c", base], capture_output=True, text=True, check=True).stdout)
+    base = "import numpy; from memrepo.retrieval.vectors import VectorStore; print(peak())"
+    rss = int(subprocess.run([sys.executable, "-c", PEAK + code], capture_output=True, text=True, check=True).stdout)
+    rss0 = int(subprocess.run([sys.executable, "-c", PEAK + base], capture_output=True, text=True, check=True).stdout)
     size = sum(p.stat().st_size for p in store.dir.iterdir())
     print(f"  vectors on disk {size / 1e6:.0f} MB; a process that loads them and answers {len(queries)} queries: "
           f"peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over numpy + memrepo imported)")

@@ -13,7 +13,11 @@ from functools import lru_cache
 from whoosh.lang.porter import stem as _porter_stem
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN_RE = re.compile(rf"[{CJK}]+|[^\W_{CJK}]+(?:['’][^\W_{CJK}]+)*", re.UNICODE)
+TOKEN_PATTERN = rf"[{CJK}]+|[^\W_{CJK}]+(?:['’][^\W_{CJK}]+)*"
+# The same tokens for ASCII text (no CJK, no ’; a word character is a letter, a digit or '_'):
+# re builds a class of 28,000 characters one code point at a time (~6 ms per process), a cost
+# an English query or memory need not pay. tests/test_analysis.py checks both agree.
+_ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -42,7 +46,13 @@ def is_cjk(token: str) -> bool:
 
 def raw_tokens(text: str) -> list[str]:
     """Maximal runs of CJK characters or of word characters, lower-cased, in order."""
-    return [t.lower() for t in _TOKEN_RE.findall(text)]
+    found = _ASCII_TOKEN_RE.findall(text) if text.isascii() else _token_re().findall(text)
+    return [t.lower() for t in found]
+
+
+@lru_cache(maxsize=1)
+def _token_re() -> re.Pattern[str]:
+    return re.compile(TOKEN_PATTERN, re.UNICODE)
 
 
 def cjk_grams(run: str, *, unigrams: bool = False) -> list[str]:

@@ -112,6 +112,22 @@ def test_context_lists_standing_memories_most_important_first(filled):
     assert api.context(filled, subject="ops").memories == ()
 
 
+def test_context_reads_only_the_files_it_shows(filled, monkeypatch):
+    """The order comes from the catalog (weight, layer, kind, id): at 10k memories reading
+    every standing memory's file cost seconds per session start."""
+    for i in range(30):
+        api.add(filled, {"subject": "user", "kind": "preference", "summary": f"Prefers option {i:02d}",
+                         "weight": round(0.1 + i / 100, 2)}, "x" * 300)
+    from memrepo.store import document
+    reads = []
+    real = document.load_bytes
+    monkeypatch.setattr(document, "load_bytes", lambda data, path: reads.append(path) or real(data, path))
+    packed = api.context(filled, budget=1500)
+    shown = [m["summary"] for m in packed.memories]
+    assert shown[:3] == ["Answers as short bullet lists", "Prefers option 29", "Prefers option 28"]
+    assert len(reads) <= len(shown) + 1 < 10
+
+
 def test_context_hook_reads_session_start_payload(filled):
     payload = {"session_id": "abc", "hook_event_name": "SessionStart", "source": "startup"}
     p = memrepo(filled, "context", "--hook", "--json", stdin=json.dumps(payload))

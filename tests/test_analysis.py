@@ -61,3 +61,24 @@ def test_scored_text_indexes_the_analyzer_terms_with_folded_weights():
     got = {t.decode(): w for t, n, w, _ in field.index(((LEAD, "kafka retention", 1.5),
                                                         (PROSE, "retention is seven days", 1.0)))}
     assert got["kafka"] == 1.5 and got["retent"] == 1.0
+
+
+def test_the_ascii_tokenizer_finds_what_the_full_pattern_finds():
+    """English text skips compiling the CJK classes; the tokens must be the same."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from memrepo import text
+    from memrepo.retrieval import snippets
+    full, words = re.compile(text.TOKEN_PATTERN), re.compile(snippets.WORD_PATTERN)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+           | st.text(alphabet="ab'_ 9-.'Z\t", max_size=30))
+    def agree(s):
+        assert text.raw_tokens(s) == [t.lower() for t in full.findall(s)]
+        assert snippets._ASCII_WORD_RE.findall(s) == words.findall(s)
+    agree()
+    assert text.raw_tokens("don't re-use foo_bar's 数据库 café’s") == ["don't", "re", "use", "foo", "bar's", "数据库", "café’s"]

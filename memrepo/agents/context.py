@@ -17,14 +17,7 @@ _KIND_RANK = {"identity": 0, "principle": 1, "constraint": 2, "policy": 3, "perm
 
 def standing_rows(vault: Vault, subject: str | None = None) -> list[dict[str, Any]]:
     """Catalog rows of the memories that belong in the session-start block."""
-    rows = vault.list(status="active")
-    keep = []
-    for r in rows:
-        if r["layer"] in ("L4", "L3"):
-            keep.append(r)
-        elif r["kind"] in STANDING_KINDS and (subject is None or r["subject"] == subject):
-            keep.append(r)
-    return keep
+    return vault.catalog().standing(("L4", "L3"), STANDING_KINDS, subject)
 
 
 def _importance(m: dict[str, Any]) -> tuple:
@@ -40,6 +33,7 @@ def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None =
     from memrepo.errors import UsageError
     if budget < 1:
         raise UsageError("--budget must be a positive number of characters")
-    found = [memory_object(v, r["path"], shown_from=vault) for v in (vault, *also) for r in standing_rows(v, subject)]
-    ordered = sorted((m for m in found if m is not None), key=_importance)
-    return pack(ordered, budget, CONTEXT_HEADER)
+    # ordered by the catalog's rows; only the files that make it into the block are read
+    rows = sorted(((v, r) for v in (vault, *also) for r in standing_rows(v, subject)), key=lambda vr: _importance(vr[1]))
+    found = (memory_object(v, r["path"], shown_from=vault) for v, r in rows)
+    return pack((m for m in found if m is not None), budget, CONTEXT_HEADER)

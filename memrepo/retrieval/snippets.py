@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memrepo import text
 
 _EMPHASIS_RE = re.compile(r"\*\*|__")
-_WORD_RE = re.compile(rf"[{text.CJK}]+|[^\W_]+", re.UNICODE)
+WORD_PATTERN = rf"[{text.CJK}]+|[^\W_]+"
+_ASCII_WORD_RE = re.compile(r"[A-Za-z0-9]+")  # the same words in ASCII text, without the CJK class's compile cost
 
 
 def snippet(body: str, query: str, width: int = 160) -> str:
@@ -16,7 +18,7 @@ def snippet(body: str, query: str, width: int = 160) -> str:
     if not body:
         return ""
     spans = []
-    for m in _WORD_RE.finditer(body):
+    for m in (_ASCII_WORD_RE if body.isascii() else _word_re()).finditer(body):
         tok = m.group().lower()
         if text.is_cjk(tok):
             for i in range(len(tok) - 1):
@@ -45,3 +47,8 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             merged.append((a, b))
     return merged
+
+
+@lru_cache(maxsize=1)
+def _word_re() -> re.Pattern[str]:
+    return re.compile(WORD_PATTERN, re.UNICODE)

@@ -36,6 +36,7 @@ FORMAT = 1
 COMPACT_AT = 2000          # delta lines before a new snapshot is written
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back", "")
 LOCK_WAIT_S = 10.0
+GATHER_BELOW = 4           # a pool under 1/4 of the rows is gathered before the product, a wider one is not
 
 
 class VectorsBusy(Exception):
@@ -156,7 +157,10 @@ class Snapshot:
         out: list[tuple[str, float]] = []
         if len(rows):
             with embed.one_blas_thread():
-                sims = self.vecs[rows] @ q if len(rows) < len(self.ids) else self.vecs @ q
+                # a narrow pool (a subject) gathers its rows; a wide one (every active memory
+                # but a few) takes one pass over the matrix and drops the rest: gathering 97 % of
+                # 100k rows copied 200 MB per query and cost 130-150 ms of CPU instead of 28-30
+                sims = self.vecs[rows] @ q if len(rows) * GATHER_BELOW < len(self.ids) else (self.vecs @ q)[rows]
             take = min(k, len(rows))
             best = np.argpartition(-sims, take - 1)[:take]
             out = [(str(self.ids[rows[j]]), float(sims[j])) for j in best]

@@ -23,14 +23,14 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory (
     path TEXT PRIMARY KEY, id TEXT, subject TEXT, fact TEXT, status TEXT, supersedes TEXT,
     superseded_by TEXT, layer TEXT, risk TEXT, source TEXT, proposal TEXT,
-    kind TEXT, summary TEXT, created TEXT, blob TEXT, error TEXT);
+    kind TEXT, summary TEXT, created TEXT, blob TEXT, error TEXT, weight REAL);
 CREATE INDEX IF NOT EXISTS memory_id ON memory(id);
 CREATE INDEX IF NOT EXISTS memory_fact ON memory(subject, fact, status);
 CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
 CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
 """
-VERSION = "1"
+VERSION = "2"  # 2: weight
 
 
 class Catalog:
@@ -117,7 +117,7 @@ class Catalog:
             raise
 
     def _insert(self, values: list[tuple]) -> None:
-        self.db.executemany(f"INSERT OR REPLACE INTO memory VALUES ({','.join('?' * 16)})", values)
+        self.db.executemany(f"INSERT OR REPLACE INTO memory VALUES ({','.join('?' * 17)})", values)
 
     def _replace_all(self, values: list[tuple], commit: str | None) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -165,8 +165,18 @@ class Catalog:
             if value is not None:
                 clauses.append(f"{key}=?")
                 args.append(value)
-        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source")
+        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source", "weight")
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
+        return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
+
+    def standing(self, layers: tuple[str, ...], kinds: tuple[str, ...], subject: str | None = None) -> list[dict]:
+        """Active memories of ``layers`` (any subject) or of ``kinds`` (of ``subject`` when
+        given): what an agent reads at session start. Rows as :meth:`query` gives them."""
+        cols = ("id", "path", "layer", "kind", "subject", "weight")
+        sql = (f"SELECT {','.join(cols)} FROM memory WHERE error IS NULL AND status='active' AND "
+               f"(layer IN ({','.join('?' * len(layers))}) OR (kind IN ({','.join('?' * len(kinds))})"
+               f"{' AND subject=?' if subject is not None else ''})) ORDER BY created, path")
+        args = (*layers, *kinds, *((subject,) if subject is not None else ()))
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
     def errors(self) -> list[Problem]:
@@ -178,17 +188,19 @@ class Catalog:
 
 def _memory_values(m: Memory, blob: str | None) -> tuple:
     g = m.meta.get
+    weight = g("weight")
+    weight = float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else None
     return (m.path, m.id, g("subject"), g("fact"), g("status"), g("supersedes"), g("superseded_by"),
-            g("layer"), g("risk"), g("source"), g("proposal"), g("kind"), g("summary"), g("created"), blob, None)
+            g("layer"), g("risk"), g("source"), g("proposal"), g("kind"), g("summary"), g("created"), blob, None, weight)
 
 
 def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
     if mode == "120000":
-        return (path, None, *([None] * 12), blob, "is a symlink; memories must be regular files")
+        return (path, None, *([None] * 12), blob, "is a symlink; memories must be regular files", None)
     try:
         parsed = document.load_bytes(data, path)
     except document.DocumentError as e:
-        return (path, None, *([None] * 12), blob, e.problem.message)
+        return (path, None, *([None] * 12), blob, e.problem.message, None)
     if not isinstance(parsed.meta.get("id"), str):
-        return (path, None, *([None] * 12), blob, "has no 'id'")
+        return (path, None, *([None] * 12), blob, "has no 'id'", None)
     return _memory_values(Memory(parsed.meta, parsed.body, path), blob)
