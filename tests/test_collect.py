@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrepo.retrieval.collect import top_docs
+from memrepo.retrieval.collect import scores_of, top_docs
 from memrepo.retrieval.fields import IndexDoc
 from memrepo.retrieval.index import MemoryIndex
 from memrepo.retrieval.ranking import DEFAULT_TUNING, SearchQuery, field_b
@@ -89,3 +89,13 @@ def test_deleted_documents_are_never_returned(searcher):
 def test_unknown_terms_and_empty_filters_give_nothing(searcher):
     assert top_docs(searcher, [("text", "absent", 1.0)], field_b(DEFAULT_TUNING), 1.2, 10) == []
     assert top_docs(searcher, [("text", "deploy", 1.0)], field_b(DEFAULT_TUNING), 1.2, 10, allow=set()) == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=terms_st, picks=st.lists(st.integers(0, 241), max_size=40))
+def test_scores_of_given_documents_are_top_docs_scores(searcher, terms, picks):
+    # the hybrid ranking scores the memories it adds by vector this way (deleted ones included
+    # here: they must come back without a score, as top_docs never returns them)
+    docs = set(picks)
+    expected = dict(top_docs(searcher, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, len(docs) or 1, allow=docs))
+    assert scores_of(searcher, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks) == expected

@@ -226,6 +226,43 @@ def test_a_bulk_encoding_on_two_processes_gives_the_same_vectors(semantic, monke
     assert parallel == serial and seen == [3, 6, 9, 12]
 
 
+def test_a_memorys_keyword_side_does_not_depend_on_how_it_came_into_the_pool(semantic, tmp_path):
+    # With a keyword pool of one, every other memory comes in by its vector; each must keep the
+    # keyword query's score for its own words, so the ranking is the one of a pool that took
+    # them all by keywords (before: such a memory counted as sharing no word with the query).
+    from memrepo.retrieval.fields import IndexDoc
+    from memrepo.retrieval.index import MemoryIndex
+    from memrepo.retrieval.ranking import SearchQuery, Tuning
+    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    texts = {
+        "pool_limit": "The orders database connection pool is limited to twenty connections.",
+        "pool_tuned": "Last week we tuned the connection pool of the orders database.",
+        "db_backup": "The orders database is backed up every night at two.",
+        "pool_party": "Melanie swam in the pool at the summer party.",
+        "zh_pool": PAIRS[5][1],
+        "dog": PAIRS[0][1],
+        "tax": PAIRS[1][1],
+    }
+    ix = MemoryIndex(tmp_path / "index")
+    ix.rebuild([IndexDoc(id=i, path=f"memories/L1/{i}.md", layer="L1", kind="event", subject="proj",
+                         fact=None, status="active", summary=t, body=t, tags=(), created=None,
+                         updated=None) for i, t in texts.items()], commit="c1")
+    store = VectorStore(tmp_path / "vectors")
+    store.rebuild([VecDoc(i, t, "proj", "active", "L1", "event") for i, t in texts.items()],
+                  embed.shared(embed.user_cache_dir()), commit="c1")
+    vectors = (store.load(), embed.shared(embed.user_cache_dir()))
+    query = SearchQuery("Why is the orders database connection pool so small?", limit=10)
+
+    def ranked(tuning):
+        ix.tuning = tuning
+        return [(h.id, h.score, h.keyword_score) for h in ix.search(query, semantic=vectors).hits]
+
+    by_words = ranked(Tuning(prf_docs=0))   # feedback off: it reads the top of the keyword pool
+    one = ranked(Tuning(prf_docs=0, pool=1))
+    assert one == by_words
+    assert sum(kw > 0 for _, _, kw in one[1:]) >= 3  # the pool of one really added word matches
+
+
 def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     """``top`` gathers a narrow pool's rows and scans the whole matrix for a wide one: both
     give the exact nearest of the pool (statuses, subject), as a plain sort says, and a wide
@@ -258,3 +295,35 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < vecs.nbytes / 4
+
+
+def test_a_process_loads_the_vectors_once_until_they_change(tmp_path):
+    """Every search opens a new VectorStore: the loaded state is kept per directory (re-reading
+    100k ids and hashes was ~150 ms a search) and dropped when another writer appends to the
+    delta or the snapshot is rebuilt, even from scratch under the same snapshot name."""
+    import shutil
+
+    import numpy as np
+
+    from memrepo.retrieval.vectors import VecDocMeta, VectorStore
+    rng = np.random.default_rng(4)
+
+    def write(n):
+        vecs = rng.standard_normal((n, embed.DIM)).astype(np.float32)
+        VectorStore(tmp_path / "vectors")._write_snapshot(
+            [(f"m{i}", VecDocMeta(f"h{i}", "proj", "active", "L1", "event"), vecs[i]) for i in range(n)], "c1", [])
+
+    write(5)
+    first = VectorStore(tmp_path / "vectors").load()
+    assert VectorStore(tmp_path / "vectors").load() is first and first.count() == 5
+    VectorStore(tmp_path / "vectors").apply([], ["m0"], embed.Encoder(), commit="c2")  # another writer's delete
+    after = VectorStore(tmp_path / "vectors").load()
+    assert after.count() == 4 and after.vector("m0") is None
+    meta = VectorStore(tmp_path / "vectors").meta()
+    with open(tmp_path / "vectors" / f"{meta['snapshot']}.delta.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"id": "m1", "deleted": true}\n')  # as another process appends
+    assert VectorStore(tmp_path / "vectors").load().count() == 3
+    shutil.rmtree(tmp_path / "vectors")
+    write(3)  # snap-000001 again, with other rows
+    assert VectorStore(tmp_path / "vectors").meta()["snapshot"] == "snap-000001"
+    assert VectorStore(tmp_path / "vectors").load().count() == 3

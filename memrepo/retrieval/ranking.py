@@ -180,8 +180,8 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     mix = None
     if semantic is not None and not q.advanced:
         mix = _mix_weight(tuning, intent, history, q.text)
-        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask,
-                              vector_led=intent != "fact" or len(cands) < q.limit, pool=tuning.semantic_pool)
+        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask, wq, tuning,
+                              vector_led=intent != "fact" or len(cands) < q.limit)
     cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
     _calibrate(cands, mix)
     if history:  # the relevant versions, newest first: a timeline of what is shown
@@ -235,9 +235,11 @@ def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
 
 
 def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
-                  flt, mask, *, vector_led: bool, pool: int) -> list[_Cand]:
+                  flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
-    filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh)."""
+    filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh), each
+    with the keyword query's score for it (as the collection gives it): a memory's keyword side
+    is the same whether it came in by its words or by its vector."""
     vec = semantic.vectors
     cos = vec.cosines(semantic.query, [c.fields["id"] for c in cands])  # type: ignore[attr-defined]
     for c in cands:
@@ -245,17 +247,22 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     if not vector_led:
         return cands
     have = {c.fields["id"] for c in cands}
-    near = vec.top(semantic.query, pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
+    near = vec.top(semantic.query, tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
                    statuses=_allowed_statuses(q, history))
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
+    added: list[_Cand] = []
     for mid, c in near:
         if mid in have:
             continue
         docnum = searcher.document_number(id=mid)
         if docnum is None or (allow is not None and docnum not in allow) or (deny and docnum in deny):
             continue
-        cands.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
-    return cands
+        added.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
+    from memrepo.retrieval.collect import scores_of
+    scores = scores_of(searcher, wq, field_b(tuning), tuning.k1, [c.docnum for c in added])
+    for c in added:
+        c.bm25 = scores.get(c.docnum, 0.0)
+    return cands + added
 
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
