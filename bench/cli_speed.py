@@ -13,7 +13,7 @@ children, git included):
   off (``MEMREPO_SEMANTIC=0``) and, with ``--semantic``, on (vectors built first), ``recall``
   and ``context``;
 * a one-file hand commit with memrepo's pre-commit hook, and the same with ``--no-verify``;
-* search, recall and context answered by a warm background server (``memrepo daemon``; every
+* search, recall, context and add answered by a warm background server (``memrepo daemon``; every
   other row runs with ``MEMREPO_DAEMON=0``, a new process per call), keywords only and, with
   ``--semantic``, the default config (semantic on); the server's own CPU per call is a column.
 
@@ -75,10 +75,11 @@ def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, d
 
 
 def server_rows(exe: Path, env: dict, v: list[str], runs: int, work: Path, *, semantic: bool) -> dict[str, dict]:
-    """search, recall and context answered by a warm background server (memrepo/cli/daemon.py):
-    wall and client CPU per call as above, and the server's own CPU per call (``server_cpu_*``,
-    from its ``cpu_seconds`` in ``memrepo daemon status``); with the semantic layer on (the
-    default config; only with ``--semantic``, which builds the vectors first) and off."""
+    """search, recall, context and add answered by a warm background server (memrepo/cli/daemon.py):
+    wall and client CPU per call as above, and the server's CPU per call with its git processes
+    (``server_cpu_*``: ``cpu_seconds`` plus ``children_cpu_seconds`` of ``memrepo daemon status``);
+    with the semantic layer on (the default config; only with ``--semantic``, which builds the
+    vectors first) and off."""
     rt = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
     rows = {}
     for sem in (("1", "0") if semantic else ("0",)):
@@ -86,15 +87,19 @@ def server_rows(exe: Path, env: dict, v: list[str], runs: int, work: Path, *, se
         run([str(exe), "daemon", "start"], e)
 
         def served_cpu(e: dict = e) -> float:
-            return json.loads(run([str(exe), "daemon", "status", "--json"], e))["cpu_seconds"] * 1000
+            status = json.loads(run([str(exe), "daemon", "status", "--json"], e))
+            return (status["cpu_seconds"] + status["children_cpu_seconds"]) * 1000  # its git processes too
 
         for label, argv in (("search", ["search", "database connection pool latency", "--limit", "10"]),
                             ("recall", ["recall", "why did the deploy fail last week?", "--budget", "2000"]),
-                            ("context", ["context", "--budget", "4000"])):
+                            ("context", ["context", "--budget", "4000"]),
+                            ("add", ["add", "--subject", "served-{i}", "--summary", "served note {i}", "--body", "b"])):
+            if label == "add" and sem == "1":
+                continue  # a write does not use the semantic layer
             samples, server = [], []
             for i in range(runs + WARMUPS):
                 before = served_cpu()
-                sample = timed([str(exe), *v, *argv], e)[0]
+                sample = timed([str(exe), *v, *[a.format(i=i) for a in argv]], e)[0]
                 if i >= WARMUPS:
                     samples.append(sample)
                     server.append(served_cpu() - before)

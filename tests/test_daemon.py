@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -269,3 +270,73 @@ def test_the_daemon_commands(shared, on):
     assert code == 2 and "MEMREPO_DAEMON=0" in err
     assert run("--vault", str(shared), "search", "pool", served=False)[0] == 0
     assert server()["requests"] == 0  # MEMREPO_DAEMON=0: not asked
+
+
+def _log(root: Path) -> list[str]:
+    return subprocess.run(["git", "-C", str(root), "log", "--format=%an|%s", "main"], capture_output=True, text=True,
+                          env=person_env(), check=True).stdout.splitlines()
+
+
+def test_add_through_the_server_writes_once_as_the_caller(shared, on, tmp_path):
+    """The git identity and MEMREPO_AUTHOR are the caller's, per call (no identity kept from an earlier call)."""
+    before = started(shared)
+    identities = []
+    for name in ("Ada Caller", "Bob Caller"):
+        config = tmp_path / f"{name.split()[0]}.gitconfig"
+        config.write_text(f"[user]\n\tname = {name}\n\temail = {name.split()[0].lower()}@example.invalid\n", encoding="utf-8")
+        identities.append({"GIT_CONFIG_GLOBAL": str(config), "MEMREPO_AUTHOR": name.split()[0].lower()})
+    log = _log(shared)
+    for i, env in enumerate(identities):
+        code, out, err = run("--vault", str(shared), "add", "--subject", "infra", "--summary", f"Served write {i}",
+                             "--json", stdin=b"a body from stdin\n", **env)
+        assert (code, err) == (0, b"")
+        result = json.loads(out)
+        assert result["status"] == "active" and result["commit"]
+        text = (shared / result["path"]).read_text(encoding="utf-8")
+        assert f"author: {env['MEMREPO_AUTHOR']}" in text and "a body from stdin" in text
+    assert server()["requests"] == before["requests"] + 2
+    new = _log(shared)[:len(_log(shared)) - len(log)]
+    assert [line.split("|")[0] for line in new] == ["Bob Caller", "Ada Caller"]
+    in_process = run("--vault", str(shared), "add", "--subject", "infra", "--summary", "In-process write", served=False)
+    served = run("--vault", str(shared), "add", "--subject", "infra", "--summary", "Served write")
+    pattern = rb"mem_\d{8}_[a-z0-9]{6} active \(low risk: .*\) -> commit [0-9a-f]{12}\n"
+    assert re.fullmatch(pattern, in_process[1]) and re.fullmatch(pattern, served[1])
+    assert re.sub(rb"mem_\w+|[0-9a-f]{12}", b"X", in_process[1]) == re.sub(rb"mem_\w+|[0-9a-f]{12}", b"X", served[1])
+    files = run("--vault", str(shared), "add", "--file", str(tmp_path / "none.md"))
+    assert files == run("--vault", str(shared), "add", "--file", str(tmp_path / "none.md"), served=False)
+
+
+def test_a_server_killed_during_add_says_so_and_nothing_is_half_written(shared, on):
+    pid = started(shared)["pid"]
+    log = _log(shared)
+    proc = subprocess.Popen([*MEMREPO, "--vault", str(shared), "add", "--summary", "Never written"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=person_env(MEMREPO_DAEMON="1"))
+    deadline = time.monotonic() + 20
+    while not os.readlink(f"/proc/{pid}/fd/0").startswith("pipe:"):  # reading the body from the caller's stdin
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(b"the body", timeout=30)
+    assert (proc.returncode, out, err.decode()) == (75, b"", daemon.STOPPED_WRITE_MESSAGE + "\n")
+    assert _log(shared) == log
+    assert run("--vault", str(shared), "add", "--summary", "Written after", "--body", "b")[0] == 0
+    assert len(_log(shared)) == len(log) + 1  # no lock or journal left behind by the killed write
+
+
+def test_a_call_runs_in_process_while_the_server_is_busy_with_another(shared, on):
+    """One call at a time: a call that finds the server busy for a second runs in-process
+    (never twice), and the busy call still finishes on the server."""
+    before = started(shared)
+    held = subprocess.Popen([*MEMREPO, "--vault", str(shared), "recall", "--hook"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=person_env(MEMREPO_DAEMON="1"))
+    deadline = time.monotonic() + 20
+    while not os.readlink(f"/proc/{before['pid']}/fd/0").startswith("pipe:"):  # held: waiting for its stdin
+        assert time.monotonic() < deadline and held.poll() is None
+        time.sleep(0.01)
+    args = ("--vault", str(shared), "search", "pool")
+    assert run(*args) == run(*args, served=False)
+    out, err = held.communicate(PAYLOAD, timeout=30)
+    assert (held.returncode, out, err) == run("--vault", str(shared), "recall", "--hook", served=False, stdin=PAYLOAD)
+    after = server()
+    assert (after["pid"], after["requests"]) == (before["pid"], before["requests"] + 1)

@@ -940,9 +940,9 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
          + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
 
 
-# ---- daemon: the background server that answers search, recall and context warm
+# ---- daemon: the background server that answers search, recall, context and add warm
 
-daemon_app = typer.Typer(help="The background server that answers search, recall and context warm "
+daemon_app = typer.Typer(help="The background server that answers search, recall, context and add warm "
                               "(started by those commands; MEMREPO_DAEMON=0 turns it off).",
                          rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
@@ -960,7 +960,7 @@ def _daemon_report(found: dict | None, as_json: bool, none: str) -> None:
 
 @daemon_app.command("start")
 def daemon_start(as_json: bool = JsonOpt):
-    """Start the server for this installation now (search, recall and context also start it)."""
+    """Start the server for this installation now (search, recall, context and add also start it)."""
     from memrepo.cli import daemon
     from memrepo.errors import UsageError
     if not daemon.enabled():

@@ -1,4 +1,4 @@
-"""A resident process that answers the per-turn read commands warm: ``search``, ``recall``, ``context``.
+"""A resident process that answers the per-turn commands warm: ``search``, ``recall``, ``context``, ``add``.
 
 A new process pays, on every call, for the interpreter, the imports (numpy and the vectors
 module with the semantic layer on), the model, the index's searcher and the catalog; a process
@@ -8,20 +8,23 @@ socket (:func:`call`) and, when none answers, runs the call in-process as before
 starts one (:func:`start`), so the next call is warm.
 
 This module is the client, the wire format and the controls (``memrepo daemon``); the server
-is :mod:`memrepo.cli.resident`. The client sends its argv, working directory, whole environment, umask and how its Python set
-up stdin/stdout/stderr, and passes its file descriptors 0, 1 and 2 (``SCM_RIGHTS``): the server
+is :mod:`memrepo.cli.resident`. The client sends its argv, working directory, whole
+environment, umask and how its Python set up stdin/stdout/stderr, and passes its file
+descriptors 0, 1 and 2 (``SCM_RIGHTS``): the server
 reads the caller's stdin and writes straight to its stdout and stderr, so terminal detection,
 ``NO_COLOR``, pipes and ``| head`` behave as in-process. The server serves one call at a time
 (the working directory, the environment and fds 0-2 are process-wide), runs it with the fast
 path's own :func:`memrepo.cli.fast.run` and replies with the exit code; a command line the fast
 path leaves to typer comes back as "fallback" and the client runs it in-process. Per call the
 server forgets every cache that depends on the environment (git's identity, the vault's
-configuration, tempfile's directory, the time zone); it keeps the vaults it opened, with their
-catalog, index searcher and vectors, which catch up with git on every call as the MCP server's do.
+configuration, tempfile's directory, the time zone); it keeps the model loaded and the vaults
+it opened, with their catalog and index searcher, which catch up with git on every call as the
+MCP server's do. A write (``add``) takes the vault's lock as in-process; a server stopped with
+SIGTERM finishes the call under way first.
 
 The socket's name carries a stamp of the code (the interpreter, the package's folder and the
-modification times of its files, the interpreter's flags and encodings), so an edited or reinstalled
-memrepo never talks to an old server; a server exits when its code changes, when its socket
+modification times of its files, the interpreter's flags and encodings), so an edited or
+reinstalled memrepo never talks to an old server; a server exits when its code changes, when its socket
 file is removed or replaced, and after ``MEMREPO_DAEMON_IDLE`` seconds (600) without a call.
 ``MEMREPO_DAEMON=0`` turns all of it off. The client imports only cheap standard modules.
 """
@@ -30,13 +33,16 @@ from __future__ import annotations
 import os
 import sys
 
-COMMANDS = ("search", "recall", "context")
+COMMANDS = ("search", "recall", "context", "add")
+WRITES = ("add",)  # killed during one of these, the call may or may not have written
 ENV = "MEMREPO_DAEMON"
 IDLE_ENV = "MEMREPO_DAEMON_IDLE"
 RUNTIME_ENV = "MEMREPO_RUNTIME_DIR"
 IDLE_DEFAULT = 600.0
 STOPPED_CODE = 75  # "busy, retry later"
 STOPPED_MESSAGE = "memrepo: the background server stopped during the call; run the command again"
+STOPPED_WRITE_MESSAGE = ("memrepo: the background server stopped during the call; it may have written: "
+                         "check `memrepo log` before retrying")
 START_STALE = 60.0  # s after which a start marker whose server never came up is ignored
 SOCKET_MAX = 107    # bytes in a unix socket path (sun_path) on Linux, the NUL excluded
 
@@ -44,6 +50,8 @@ SOCKET_MAX = 107    # bytes in a unix socket path (sun_path) on Linux, the NUL e
 ABSENT = "absent"      # no server: run in-process, then start one
 FALLBACK = "fallback"  # a server runs but did not take the call: run it in-process
 OFF = "off"            # not for the server (disabled, refused, unusable): run in-process
+BUSY = "busy"          # the server was answering another call for BUSY_WAIT seconds: run in-process
+BUSY_WAIT = 1.0
 
 
 # ---------------------------------------------------------------- where, and which code
@@ -52,11 +60,11 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def eligible(argv: list[str]) -> bool:
-    """True for a read command the server may answer (a cheap look: the server's fast path
-    parses the whole line and hands back anything it does not take)."""
+def eligible(argv: list[str]) -> str | None:
+    """The command (one of COMMANDS) when the server may answer ``argv``, else None (a cheap
+    look: the server's fast path parses the whole line and hands back anything it does not take)."""
     if not enabled() or "--" in argv or "--help" in argv or any(k.startswith("_MEMREPO_COMPLETE") for k in os.environ):
-        return False
+        return None
     skip = False
     for arg in argv:
         if skip:
@@ -64,8 +72,8 @@ def eligible(argv: list[str]) -> bool:
         elif arg in ("--vault", "--agent"):
             skip = True
         elif arg != "--json" and not arg.startswith(("--vault=", "--agent=")):
-            return arg in COMMANDS
-    return False
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def runtime_dir(*, create: bool = False) -> str | None:
@@ -136,7 +144,7 @@ def socket_path(code_stamp: str | None = None, *, create: bool = False) -> str |
 
 # ---------------------------------------------------------------- the client
 
-def call(argv: list[str]) -> int | str:
+def call(argv: list[str], command: str = "") -> int | str:
     """Run ``argv`` on the resident server: its exit code, or ABSENT / FALLBACK / OFF when the
     caller must run it in-process. Never raises for a missing, stale or refusing server."""
     import _socket  # not socket (+15 ms of imports per call); marshal, not json (+7 ms): same interpreter
@@ -160,27 +168,44 @@ def call(argv: list[str]) -> int | str:
                    "stdio": [[s.encoding, s.errors, s.line_buffering, s.write_through]
                              for s in (sys.stdin, sys.stdout, sys.stderr)]}
         try:
-            send(conn, request, fds=[0, 1, 2])
+            send(conn, request)
         except OSError:
             return ABSENT
-        return _outcome(conn, pid)
+        return _outcome(conn, pid, writes=command in WRITES)
     except OSError:  # getcwd in a removed folder, a standard stream whose fd is closed...
         return OFF
     finally:
         conn.close()
 
 
-def _outcome(conn, pid: int) -> int | str:
-    """Wait for the server's answer; Ctrl-C is passed on to it (the call answers 130)."""
+def _outcome(conn, pid: int, *, writes: bool) -> int | str:
+    """The server's answer. It says "ready" when it takes the call and runs it only on the
+    client's "go", which carries fds 0-2: a client that stops waiting for a busy server
+    (BUSY_WAIT) runs the call in-process, and it never runs twice nor leaves its stdout open in
+    the server's queue (a shell's ``$(memrepo search ...)`` waits for that end of file). Once
+    it runs, Ctrl-C is passed on to the server (the call answers 130)."""
     receiver = Receiver(conn)
-    reply = _reply(receiver, pid)
+    conn.settimeout(BUSY_WAIT)
+    try:
+        reply = receiver.receive()[0]
+    except KeyboardInterrupt:
+        return 130  # nothing ran
+    except TimeoutError:
+        return BUSY  # another call holds it (one at a time): this one runs in-process
+    except (OSError, ValueError, EOFError, TypeError):
+        return ABSENT
     if reply is None:
-        return ABSENT  # it went away before starting the call: nothing ran
-    if "started" not in reply:
+        return ABSENT  # it went away before taking the call: nothing ran
+    if "ready" not in reply:
         return OFF if reply.get("stale") else FALLBACK
+    conn.settimeout(None)
+    try:
+        send(conn, {"go": True}, fds=[0, 1, 2])
+    except OSError:
+        return ABSENT
     reply = _reply(receiver, pid)
     if reply is None:
-        sys.stderr.write(STOPPED_MESSAGE + "\n")
+        sys.stderr.write((STOPPED_WRITE_MESSAGE if writes else STOPPED_MESSAGE) + "\n")
         sys.stderr.flush()
         return STOPPED_CODE
     return FALLBACK if reply.get("fallback") else int(reply["code"])
@@ -256,6 +281,19 @@ class Receiver:
         return (message if isinstance(message, dict) else None), fds
 
 
+def listening(path: str) -> bool:
+    """True when a server listens at ``path`` (busy or not: a connection waits in its queue)."""
+    import _socket
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
 def ask(op: str, path: str, *, timeout: float = 5.0) -> dict | None:
     """The server's answer to ``op`` ("status" or "stop"), or None when none answers at ``path``."""
     import _socket
@@ -280,7 +318,7 @@ def start(*, wait: float = 0.0) -> str | None:
         path = socket_path(code_stamp, create=True)
         if path is None:
             return None
-        if ask("status", path, timeout=1.0) is None and _claim(path + ".start"):
+        if not listening(path) and _claim(path + ".start"):
             _spawn(path, code_stamp)  # it takes over a killed server's socket file
         if wait:
             import time

@@ -10,9 +10,9 @@ typer commands call (:mod:`memrepo.cli.commands`). Whatever it does not recognis
 command — goes to the typer app unchanged, so every message, usage error and exit code comes
 from one place. ``MEMREPO_CLI_FAST=0`` sends every call to typer.
 
-The read commands (``search``, ``recall``, ``context``) are first offered to the background
-server (:mod:`memrepo.cli.daemon`), which runs this same :func:`run` warm; without one they run
-here and then start one.
+``search``, ``recall``, ``context`` and ``add`` are first offered to the background server
+(:mod:`memrepo.cli.daemon`), which runs this same :func:`run` warm; without one they run here
+and then start one.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from memrepo.cli.spec import COMMANDS
 
 _GLOBAL_VALUED = tuple(p["opts"][0] for p in COMMANDS[""] if p["kind"] == "option" and not p["flag"])
 _INVALID = object()
-_DAEMON_COMMANDS = frozenset(("search", "recall", "context"))  # memrepo.cli.daemon.COMMANDS, without importing it
+_DAEMON_COMMANDS = frozenset(("search", "recall", "context", "add"))  # memrepo.cli.daemon.COMMANDS, without importing it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         served = None
         if _DAEMON_COMMANDS.intersection(argv):
             from memrepo.cli import daemon
-            if daemon.eligible(argv):
-                served = daemon.call(argv)
+            command = daemon.eligible(argv)
+            if command:
+                served = daemon.call(argv, command)
                 if isinstance(served, int):
                     return served
         code = run(argv)

@@ -1,5 +1,5 @@
 """The background server's side of :mod:`memrepo.cli.daemon`: one process per user and code
-stamp, answering ``search``, ``recall`` and ``context`` calls one at a time with the caller's
+stamp, answering ``search``, ``recall``, ``context`` and ``add`` calls one at a time with the caller's
 working directory, environment, umask and file descriptors 0-2, and keeping the vaults it
 opened warm between calls. Started by the client as ``python -P -m memrepo.cli.resident
 SOCKET STAMP``; it exits when idle, when its code changes and when its socket file goes.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memrepo.cli.daemon import IDLE_DEFAULT, IDLE_ENV, Receiver, ask, peer, send, stamp
+from memrepo.cli.daemon import BUSY_WAIT, IDLE_DEFAULT, IDLE_ENV, Receiver, listening, peer, send, stamp
 
 MAX_VAULTS = 8
 
@@ -19,7 +19,7 @@ class _Stop(Exception):
 
 
 class _Terminated(BaseException):
-    """SIGTERM: stop now, even in the middle of a call (its client reports that)."""
+    """SIGTERM between calls: stop now."""
 
 
 class Vaults:
@@ -82,6 +82,7 @@ class Server:
         self.last = time.monotonic()
         self.idle = _idle_setting()
         self.in_call = False
+        self.terminating = False  # SIGTERM during a call: exit once it is done (a write is never cut)
         self.sock = None
         self.inode = None
 
@@ -89,7 +90,7 @@ class Server:
         """Bind a temporary name, then rename it over the socket path (replacing a dead
         server's file); a live server already there wins and this one gives up."""
         import socket
-        if ask("status", self.path, timeout=1.0) is not None:
+        if listening(self.path):
             raise _Stop
         tmp = os.path.join(os.path.dirname(self.path), f"t{os.getpid()}.tmp")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -122,6 +123,8 @@ class Server:
                     continue
                 self.handle(conn)
                 self.last = time.monotonic()
+                if self.terminating:
+                    return
         except _Stop:
             return
         finally:
@@ -131,6 +134,8 @@ class Server:
         """Remove the socket file (if still ours), answer the calls already queued, close."""
         if self.sock is None:
             return
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.mine():
             try:
                 os.unlink(self.path)
@@ -155,7 +160,8 @@ class Server:
         import time
         return {"pid": os.getpid(), "socket": self.path, "requests": self.requests, "fallbacks": self.fallbacks,
                 "started": round(self.started, 3), "idle_seconds": round(time.monotonic() - self.last, 3),
-                "cpu_seconds": round(time.process_time(), 6),
+                "cpu_seconds": round(time.process_time(), 6),  # its own, and its finished git processes':
+                "children_cpu_seconds": round(os.times().children_user + os.times().children_system, 6),
                 "idle_exit": self.idle, "python": sys.executable,
                 "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
 
@@ -167,7 +173,8 @@ class Server:
                 if uid != os.getuid():
                     return
                 conn.settimeout(10.0)
-                request, fds = Receiver(conn).receive(max_fds=3)
+                receiver = Receiver(conn)
+                request, _ = receiver.receive()
                 conn.settimeout(None)
                 op = request.get("op") if request else None
                 if op == "status":
@@ -176,10 +183,15 @@ class Server:
                     send(conn, self.status())
                     raise _Stop
                 elif op == "run":
-                    if request.get("stamp") != self.stamp or len(fds) != 3:
+                    if request.get("stamp") != self.stamp:
                         send(conn, {"stale": True})
                         return
-                    send(conn, {"started": True})
+                    send(conn, {"ready": True})
+                    conn.settimeout(BUSY_WAIT + 10.0)
+                    go, fds = receiver.receive(max_fds=3)
+                    if not go or not go.get("go") or len(fds) != 3:
+                        return  # the client stopped waiting and runs the call itself
+                    conn.settimeout(None)
                     code = self.run(request, fds)
                     if code is None:
                         self.fallbacks += 1
@@ -250,6 +262,13 @@ class Server:
         if self.in_call:
             raise KeyboardInterrupt
 
+    def terminate(self, signum, frame) -> None:
+        """SIGTERM: stop now between calls, or once the current call is done."""
+        if self.in_call:
+            self.terminating = True
+        else:
+            raise _Terminated
+
 
 def _idle_setting() -> float:
     try:
@@ -296,7 +315,7 @@ def warm_up() -> None:
     import importlib
     for name in ("memrepo.cli.fast", "memrepo.cli.commands", "memrepo.cli.output", "memrepo.store.vault",
                  "memrepo.retrieval.search", "memrepo.agents.recall", "memrepo.agents.context",
-                 "memrepo.agents.transcript", "memrepo.team.scopes"):
+                 "memrepo.agents.transcript", "memrepo.team.scopes", "memrepo.review.writes"):
         importlib.import_module(name)
     from memrepo.retrieval import embed, search
     if os.environ.get(search.SEMANTIC_ENV, "1").strip().lower() not in ("0", "false", "no", "off") and embed.available():
@@ -317,7 +336,7 @@ def serve(path: str, code_stamp: str) -> int:
             return 1
         server = Server(path, code_stamp)
         signal.signal(signal.SIGINT, server.interrupt)
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, server.terminate)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         warm_up()
         try:
@@ -340,10 +359,6 @@ def serve(path: str, code_stamp: str) -> int:
             os.unlink(marker)
         except OSError:
             pass
-
-
-def _terminate(signum, frame) -> None:
-    raise _Terminated
 
 
 if __name__ == "__main__":
