@@ -68,6 +68,18 @@ def memory_object(vault: Vault, path: str, *, score: float | None = None, shown_
             "weight": m.get("weight")}
 
 
+def _hit_object(vault: Vault, hit, *, shown_from: Vault) -> dict[str, Any]:
+    """A search hit as the agent-facing object (the fields :func:`memory_object` reads from the
+    file, as the index holds them: the search has just brought the index up to the files)."""
+    import os
+    path = hit.path
+    if shown_from.root != vault.root:
+        path = os.path.relpath(vault.root / path, shown_from.root).replace(os.sep, "/")
+    return {"id": hit.id, "path": path, "layer": hit.layer, "kind": hit.kind, "subject": hit.subject,
+            "fact": hit.fact or None, "summary": hit.summary, "body": hit.body.strip(),
+            "score": round(float(hit.score), 4), "weight": None}
+
+
 def pack(memories: Iterable[dict[str, Any]], budget: int, header: str) -> Packed:
     """As many memories as fit in ``budget`` characters, best first, each as ``[id] summary``,
     as much of its body as fits, and its path as citation. The block never exceeds the budget;
@@ -118,6 +130,6 @@ def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: st
                                   log_recalls=session is not None, intent=intent)
         hits += [(h.score, v, h) for h in result.hits]
     hits.sort(key=lambda t: -t[0])
-    found = (memory_object(v, h.path, score=h.score, shown_from=vault) for _, v, h in hits[:limit])
+    found = (_hit_object(v, h, shown_from=vault) for _, v, h in hits[:limit])
     packed = pack((m for m in found if m is not None), budget, RECALL_HEADER)
     return Recall(query, packed, not packed.memories)

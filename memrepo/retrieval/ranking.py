@@ -11,6 +11,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
 
 from memrepo import text
@@ -57,6 +58,7 @@ class Hit:
     created: str | None
     keyword_score: float = 0.0            # idf-weighted share of the query's terms in the memory (0..1)
     semantic_score: float | None = None   # cosine of the memory's and the query's vectors
+    body: str = dc_field(default="", repr=False, compare=False)  # the whole body, as indexed (not in --json)
 
 
 @dataclass(frozen=True)
@@ -579,6 +581,7 @@ def _hit(c: _Cand, query: str) -> Hit:
                status=f.get("status", ""), kind=f.get("kind", ""), fact=f.get("fact") or None,
                tags=tuple(meta.get("tags", ())), created=f.get("created"),
                keyword_score=round(c.keyword, 6),
-               semantic_score=None if c.cosine is None else round(c.cosine, 6))
+               semantic_score=None if c.cosine is None else round(c.cosine, 6),
+               body=f.get("body") or "")
 
 

@@ -476,6 +476,7 @@ def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: 
 
 def hit_dict(hit) -> dict[str, Any]:
     data = asdict(hit)
+    data.pop("body", None)  # the snippet stands for it; memrepo show / memory_get give the whole memory
     data["tags"] = list(data.get("tags") or ())
     return data
 
