@@ -26,17 +26,12 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     default under ``""``) and ``k1``."""
     scores: dict[int, float] = {}
     top = searcher.get_parent()
+    k1p = k1 + 1
     for field, text, boost in terms:
-        btext = searcher.schema[field].to_bytes(text)
-        if (field, btext) not in top.reader():
+        found = _term(top, field, text, field_b, k1)
+        if found is None:
             continue
-        idf = top.idf(field, btext)
-        avgfl = top.avg_field_length(field) or 1
-        b = field_b.get(field, field_b[""])
-        # the length part of BM25's denominator for each of the 256 encoded lengths,
-        # computed as Whoosh computes it per posting
-        norm = [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
-        k1p = k1 + 1
+        btext, idf, norm = found
         for leaf, offset in top.leaf_searchers():
             reader = leaf.reader()
             if (field, btext) not in reader:
@@ -72,15 +67,12 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
     if not want:
         return out
     top = searcher.get_parent()
-    lengths = _length_table()
+    k1p = k1 + 1
     for field, text, boost in terms:
-        btext = searcher.schema[field].to_bytes(text)
-        if (field, btext) not in top.reader():
+        found = _term(top, field, text, field_b, k1)
+        if found is None:
             continue
-        idf = top.idf(field, btext)
-        avgfl = top.avg_field_length(field) or 1
-        b = field_b.get(field, field_b[""])
-        k1p = k1 + 1
+        btext, idf, norm = found
         for leaf, offset in top.leaf_searchers():
             reader = leaf.reader()
             end = offset + reader.doc_count_all()
@@ -96,11 +88,23 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
                     continue
                 tf = weights[i]
                 # the expression top_docs evaluates, so the sums agree to the last bit
-                s = idf * ((tf * k1p) / (tf + k1 * ((1 - b) + b * lengths[codes[docnum]] / avgfl)))
+                s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
                 if boost != 1.0:
                     s = s * boost
                 out[docnum + offset] = out.get(docnum + offset, 0.0) + s
     return out
+
+
+def _term(top, field: str, text: str, field_b: dict[str, float], k1: float):
+    """``(bytes, idf, norm)`` of one query term, or None when no document has it. ``norm`` is
+    the length part of BM25's denominator for each of the 256 encoded lengths, computed as
+    Whoosh computes it per posting."""
+    btext = top.schema[field].to_bytes(text)
+    if (field, btext) not in top.reader():
+        return None
+    b = field_b.get(field, field_b[""])
+    avgfl = top.avg_field_length(field) or 1
+    return btext, top.idf(field, btext), [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
 
 
 def _postings(matcher) -> tuple[list[int], list[float]]:
