@@ -11,9 +11,10 @@ Advanced (Whoosh syntax) queries still go through Whoosh.
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import dataclass
 from functools import cache
 from heapq import nlargest
-from typing import Iterable
+from typing import Iterable, Iterator
 
 _LENGTHS = "_memrepo_lengths"  # per-searcher cache of decoded field lengths
 
@@ -25,30 +26,19 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     limit=limit, filter=allow, mask=deny)`` returns under BM25F with ``field_b`` (B per field,
     default under ``""``) and ``k1``."""
     scores: dict[int, float] = {}
-    top = searcher.get_parent()
     k1p = k1 + 1
-    for field, text, boost in terms:
-        found = _term(top, field, text, field_b, k1)
-        if found is None:
-            continue
-        btext, idf, norm = found
-        for leaf, offset in top.leaf_searchers():
-            reader = leaf.reader()
-            if (field, btext) not in reader:
-                continue
-            codes = _length_codes(top, reader, field)
-            ids, weights = _postings(reader.postings(field, btext))
-            if reader.has_deletions():
-                deleted = reader.deleted_docs_set
-                kept = [(d, w) for d, w in zip(ids, weights) if d not in deleted]
-                ids, weights = [d for d, _ in kept], [w for _, w in kept]
-            get = scores.get
-            for docnum, tf in zip(ids, weights):
-                s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
-                if boost != 1.0:
-                    s = s * boost
-                docnum += offset
-                scores[docnum] = get(docnum, 0.0) + s
+    for seg in _segments(searcher, terms, field_b, k1):
+        ids, weights = seg.postings()
+        if seg.deleted:
+            kept = [(d, w) for d, w in zip(ids, weights) if d not in seg.deleted]
+            ids, weights = [d for d, _ in kept], [w for _, w in kept]
+        idf, norm, codes, boost, offset, get = seg.idf, seg.norm, seg.codes, seg.boost, seg.offset, scores.get
+        for docnum, tf in zip(ids, weights):
+            s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
+            if boost != 1.0:
+                s = s * boost
+            docnum += offset
+            scores[docnum] = get(docnum, 0.0) + s
     items: Iterable[tuple[int, float]] = scores.items()
     if allow is not None:
         items = [(d, s) for d, s in items if d in allow]
@@ -66,45 +56,63 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
     out: dict[int, float] = {}
     if not want:
         return out
-    top = searcher.get_parent()
     k1p = k1 + 1
-    for field, text, boost in terms:
-        found = _term(top, field, text, field_b, k1)
-        if found is None:
+    for seg in _segments(searcher, terms, field_b, k1):
+        local = [d - seg.offset for d in want if seg.offset <= d < seg.end]
+        if not local:
             continue
-        btext, idf, norm = found
-        for leaf, offset in top.leaf_searchers():
-            reader = leaf.reader()
-            end = offset + reader.doc_count_all()
-            local = [d - offset for d in want if offset <= d < end]
-            if not local or (field, btext) not in reader:
+        ids, weights = seg.postings()
+        for docnum in local:
+            i = bisect_left(ids, docnum)
+            if i == len(ids) or ids[i] != docnum or docnum in seg.deleted:
                 continue
-            codes = _length_codes(top, reader, field)
-            ids, weights = _postings(reader.postings(field, btext))
-            deleted = reader.deleted_docs_set if reader.has_deletions() else ()
-            for docnum in local:
-                i = bisect_left(ids, docnum)
-                if i == len(ids) or ids[i] != docnum or docnum in deleted:
-                    continue
-                tf = weights[i]
-                # the expression top_docs evaluates, so the sums agree to the last bit
-                s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
-                if boost != 1.0:
-                    s = s * boost
-                out[docnum + offset] = out.get(docnum + offset, 0.0) + s
+            tf = weights[i]
+            # the expression top_docs evaluates, so the sums agree to the last bit
+            s = seg.idf * ((tf * k1p) / (tf + seg.norm[seg.codes[docnum]]))
+            if seg.boost != 1.0:
+                s = s * seg.boost
+            out[docnum + seg.offset] = out.get(docnum + seg.offset, 0.0) + s
     return out
 
 
-def _term(top, field: str, text: str, field_b: dict[str, float], k1: float):
-    """``(bytes, idf, norm)`` of one query term, or None when no document has it. ``norm`` is
-    the length part of BM25's denominator for each of the 256 encoded lengths, computed as
-    Whoosh computes it per posting."""
-    btext = top.schema[field].to_bytes(text)
-    if (field, btext) not in top.reader():
-        return None
-    b = field_b.get(field, field_b[""])
-    avgfl = top.avg_field_length(field) or 1
-    return btext, top.idf(field, btext), [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
+@dataclass
+class _Segment:
+    """One query term in one index segment that holds it: what scoring its postings needs."""
+    reader: object
+    btext: bytes
+    field: str
+    offset: int               # the segment's first document number in the whole index
+    end: int                  # one past its last
+    deleted: frozenset[int] | set[int]
+    codes: bytes              # docnum -> length code of ``field``
+    idf: float
+    norm: list[float]         # length code -> the length part of BM25's denominator
+    boost: float
+
+    def postings(self) -> tuple[list[int], list[float]]:
+        return _postings(self.reader.postings(self.field, self.btext))  # type: ignore[attr-defined]
+
+
+def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float],
+              k1: float) -> Iterator[_Segment]:
+    """Each query term in each segment that holds it, with the term's idf and length norms
+    (the norm of each of the 256 encoded lengths computed as Whoosh computes it per posting)."""
+    top = searcher.get_parent()
+    for field, text, boost in terms:
+        btext = top.schema[field].to_bytes(text)
+        if (field, btext) not in top.reader():
+            continue
+        b = field_b.get(field, field_b[""])
+        avgfl = top.avg_field_length(field) or 1
+        idf = top.idf(field, btext)
+        norm = [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
+        for leaf, offset in top.leaf_searchers():
+            reader = leaf.reader()
+            if (field, btext) not in reader:
+                continue
+            deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+            yield _Segment(reader, btext, field, offset, offset + reader.doc_count_all(), deleted,
+                           _length_codes(top, reader, field), idf, norm, boost)
 
 
 def _postings(matcher) -> tuple[list[int], list[float]]:
