@@ -137,10 +137,7 @@ class Server:
         import signal
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.mine():
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
+            _discard(self.path)
         self.sock.setblocking(False)
         while True:
             try:
@@ -344,10 +341,7 @@ def serve(path: str, code_stamp: str) -> int:
         except _Stop:
             return 0
         finally:
-            try:
-                os.unlink(marker)
-            except OSError:
-                pass
+            _discard(marker)  # listening (or not starting): the start marker has done its work
         server.loop()
         return 0
     except _Terminated:
@@ -355,10 +349,14 @@ def serve(path: str, code_stamp: str) -> int:
             server.shut()
         return 0
     finally:
-        try:
-            os.unlink(marker)
-        except OSError:
-            pass
+        _discard(marker)
+
+
+def _discard(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
