@@ -34,6 +34,9 @@ CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written 
 
 def available() -> bool:
     """True when the model package can be imported (a missing one means keywords only)."""
+    import sys
+    if sys.modules.get(MODULE) is not None:  # imported already (the lookup walks sys.path)
+        return True
     try:
         return importlib.util.find_spec(MODULE) is not None
     except (ImportError, ValueError):
