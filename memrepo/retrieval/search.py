@@ -361,6 +361,7 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     from memrepo.retrieval.index import IndexCorrupt
     if log_recalls and not session:
         raise UsageError("--log records recalls of a session: give --session ID too")
+    ahead = _encode_ahead(vault, queries)
     report = sync(vault)
     state, semantic, notice = semantic_sync(vault)
     if notice:
@@ -369,7 +370,7 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     warm = _warm(vault)
     s = warm.live_stats(vault)
     try:
-        results = warm.index.search_many(queries, semantic=semantic)
+        results = warm.index.search_many(queries, semantic=semantic, ahead=ahead)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
         results = warm.index.search_many(queries, semantic=semantic)
@@ -394,6 +395,18 @@ def semantic_enabled(vault: Vault) -> bool:
         return env.strip().lower() not in ("0", "false", "no", "off")
     value = vault.config.get("search", "semantic", True)
     return value if isinstance(value, bool) else True
+
+
+def _encode_ahead(vault: Vault, queries: list) -> dict:
+    """Start encoding the queries (on the encoder's thread) when the vault's vectors are there
+    to be searched: the model runs while git is consulted and the keywords are ranked."""
+    if not queries or not semantic_enabled(vault):
+        return {}
+    from memrepo.retrieval import embed
+    if not embed.available() or not _vector_store(vault).ready():
+        return {}
+    encoder = embed.shared(embed.user_cache_dir())
+    return {text: encoder.query_soon(text) for text in _index(vault).query_texts(queries)}
 
 
 def _vector_store(vault: Vault):
