@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -55,6 +56,7 @@ LOCK_WAIT_S = 10.0
 # per process, the last state loaded from each vectors directory: every search makes a new
 # VectorStore, and re-reading 100k ids and hashes cost ~150 ms of CPU per search
 _LOADED: dict[Path, tuple[tuple, Snapshot]] = {}
+_META: dict[Path, tuple[tuple, dict]] = {}  # per process, each vectors directory's meta.json and its stat
 GATHER_BELOW = 4           # a pool under 1/4 of the rows is gathered before the product, a wider one is not
 ANN_ABOVE = 20_000         # default [search] ann_above: snapshots of this many rows get an IVF index
 ANN_PROBE = 0.1            # share of the IVF lists a query reads (recall@10 vs exact: bench/ann.py)
@@ -348,9 +350,17 @@ class VectorStore:
 
     # ---- state ---------------------------------------------------------------------
     def meta(self) -> dict:
+        """``meta.json`` (a copy: callers update it), parsed again only when the file was
+        replaced (it is written whole, by rename): a search asks several times."""
+        path = self.dir / "meta.json"
         try:
-            data = json.loads((self.dir / "meta.json").read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
+            st = os.stat(path)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            cached = _META.get(path)
+            if cached is None or cached[0] != stamp:
+                data = json.loads(path.read_bytes())
+                cached = _META[path] = (stamp, data if isinstance(data, dict) else {})
+            return dict(cached[1])
         except (OSError, ValueError):
             return {}
 
