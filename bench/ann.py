@@ -147,8 +147,7 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
         assert (after.ivf is not None) == with_index and not after.delta
         part = ""
         if with_index:
-            reuse, _ = cpu_ms(VectorStore._index, np.load(store.dir / f"{store.meta()['snapshot']}.vecs.npy", mmap_mode="r"),
-                              after.ids, s)
+            reuse, _ = cpu_ms(VectorStore._index, vecs, after.ids, s)  # same ids; the changed rows' old vectors
             part = f" (the index's part: keep {n - len(rows)} rows' lists, assign {len(rows)}: {reuse:.0f} ms)"
         print(f"  an add that compacts {vectors.COMPACT_AT + 1} delta lines into a new snapshot of {n} rows, "
               f"{'with' if with_index else 'without'} the index: CPU {ms:.0f} ms{part}")
