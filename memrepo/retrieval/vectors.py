@@ -25,7 +25,7 @@ The nearest memories within a pool are exact (one product over the pool's rows) 
 wide pool is searched through an inverted-file index (IVF): 4 sqrt(N) k-means centroids
 (seeded, trained on a sample: the same rows give the same index), each row listed under its
 nearest centroid; a query scores the centroids, takes the rows of the nearest ``ANN_PROBE``
-share of the lists, applies the pool's filters to them and returns their exact cosines' top k
+share of the lists (at least ``ANN_PROBE_MIN``), applies the pool's filters to them and returns their exact cosines' top k
 (more lists when fewer than k survive). A list is a contiguous run of the matrix, so a query
 reads its rows in place instead of copying them (at 100k rows, 10 % of the rows cost 13.7 ms
 of CPU gathered, 6.1 in place). The index is written with its snapshot, before
@@ -66,7 +66,8 @@ _META: dict[Path, tuple[tuple, dict]] = {}  # per process, each vectors director
 GATHER_BELOW = 4           # a pool under 1/4 of the rows is gathered before the product, a wider one is not
 ANN_ABOVE = 20_000         # default [search] ann_above: snapshots of this many rows get an IVF index
 ANN_LISTS = 4              # IVF lists per sqrt(rows) (at 100k: 1,265 lists of ~80 rows)
-ANN_PROBE = 0.03           # share of the lists a query reads (recall@10 vs exact: bench/ann.py)
+ANN_PROBE = 0.03           # share of the lists a query reads (recall@10 vs exact: bench/ann.py) ...
+ANN_PROBE_MIN = 40         # ... and at least this many lists (at 20k rows 3 % read gave recall@10 0.94)
 ANN_SAMPLE = 16            # training rows per list (k-means on a sample)
 ANN_ITERS = 8              # k-means iterations
 ANN_SEED = 11
@@ -278,12 +279,12 @@ class Snapshot:
 
     def _ann(self, q: np.ndarray, k: int, filters: tuple) -> tuple[np.ndarray, np.ndarray]:
         """(id rows, cosines) of the pool's rows in the lists nearest ``q``: ``ANN_PROBE`` of the
-        lists, doubled until at least ``k`` rows of the pool are among them (or all are read).
+        lists (``ANN_PROBE_MIN`` at least), doubled until at least ``k`` rows of the pool are among them (or all are read).
         Each list is a run of the matrix, multiplied in place."""
         ivf = self.ivf
         assert ivf is not None
         ranked = np.argsort(-(ivf.centroids @ q), kind="stable")
-        probe, read = max(1, math.ceil(ANN_PROBE * len(ranked))), 0
+        probe, read = max(ANN_PROBE_MIN, math.ceil(ANN_PROBE * len(ranked))), 0
         rows_parts, sims_parts, found = [], [], 0
         while read < len(ranked):
             runs = [(int(ivf.offsets[j]), int(ivf.offsets[j + 1])) for j in np.sort(ranked[read:probe])]
