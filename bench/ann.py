@@ -173,7 +173,7 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
     rss = int(subprocess.run([sys.executable, "-c", PEAK + code], capture_output=True, text=True, check=True).stdout)
     rss0 = int(subprocess.run([sys.executable, "-c", PEAK + base], capture_output=True, text=True, check=True).stdout)
     size = sum(p.stat().st_size for p in store.dir.iterdir())
-    index_size = (store.dir / f"{store.meta()['snapshot']}.ivf.npz").stat().st_size
+    index_size = (store.dir / f"{store.meta()['snapshot']}.ivf.npy").stat().st_size
     print(f"  vectors on disk {size / 1e6:.0f} MB (index {index_size / 1e6:.1f} MB); "
           f"a process that loads them and answers {len(queries)} queries through the index: "
           f"peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over numpy + memrepo imported)")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memrepo.retrieval import embed, vectors
-from memrepo.retrieval.vectors import Ivf, VecDoc, VecDocMeta, VectorStore
+from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore
 
 N = 3000
 ABOVE = 1000  # the tests' ann_above: their snapshots are small
@@ -121,7 +121,7 @@ def test_every_answer_is_inside_the_pool(tmp_path, data):
 
 def test_the_threshold_and_a_narrow_pool_keep_the_exact_scan(tmp_path, data):
     small = write(tmp_path / "small", data, ann_above=N + 1).load()
-    assert small.ivf is None and not (tmp_path / "small" / "snap-000001.ivf.npz").exists()
+    assert small.ivf is None and not (tmp_path / "small" / "snap-000001.ivf.npy").exists()
     assert not small.uses_ann(statuses={"active"})
     big = write(tmp_path / "big", data).load()
     assert big.uses_ann(statuses={"active"}) and big.uses_ann(layer="L1")       # 80 %, 50 % of the rows
@@ -136,25 +136,20 @@ def test_the_threshold_and_a_narrow_pool_keep_the_exact_scan(tmp_path, data):
     assert VectorStore(tmp_path / "big", ann_above=0).ann_above == vectors.ANN_ABOVE
 
 
-@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "wrong rows", "wrong width"])
+@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "fewer lists", "wrong width", "wrong type"])
 def test_a_missing_or_broken_index_searches_exactly(tmp_path, data, damage):
     write(tmp_path / "v", data)
-    path = tmp_path / "v" / "snap-000001.ivf.npz"
+    path = tmp_path / "v" / "snap-000001.ivf.npy"
     if damage == "missing":
         path.unlink()
     elif damage == "garbage":
-        path.write_bytes(b"not an npz at all")
+        path.write_bytes(b"not an npy at all")
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[:5000])
     else:
-        with np.load(path) as z:
-            centroids, offsets = z["centroids"], z["offsets"]
-        if damage == "wrong rows":
-            offsets = offsets.copy()
-            offsets[-1] -= 1
-        else:
-            centroids = centroids[:, :100].copy()
-        Ivf(centroids, offsets, np.zeros(0, dtype=np.int32), N).save(path)
+        centroids = np.load(path)
+        np.save(path, centroids[:-1] if damage == "fewer lists" else centroids[:, :100].copy()
+                if damage == "wrong width" else centroids.astype(np.float64))
     vectors._LOADED.clear()
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
     assert snap.ivf is None and not snap.uses_ann(statuses={"active"})
@@ -186,7 +181,7 @@ def test_an_index_beside_a_format_1_snapshot_is_ignored(tmp_path, data):
     """A format 1 matrix is sorted by id: an index file beside it (an earlier build's) is never read."""
     write(tmp_path / "v", data)
     write(tmp_path / "old", data, ann_above=N + 1)
-    (tmp_path / "old" / "snap-000001.ivf.npz").write_bytes((tmp_path / "v" / "snap-000001.ivf.npz").read_bytes())
+    (tmp_path / "old" / "snap-000001.ivf.npy").write_bytes((tmp_path / "v" / "snap-000001.ivf.npy").read_bytes())
     snap = VectorStore(tmp_path / "old", ann_above=ABOVE).load()
     assert snap.ivf is None and snap.matrix_row is None
     q = queries(data, 1)[0]
@@ -204,7 +199,7 @@ def test_a_compaction_keeps_the_centroids_and_writes_the_new_snapshots_index(tmp
     store.apply([docs.doc("add3", near), docs.doc("m00005", near)], ["m00012"], docs, commit="c3")  # compacts
     assert store.meta()["snapshot"] == "snap-000002" and store.commit() == "c3"
     assert sorted(p.name for p in (tmp_path / "v").iterdir() if p.name.startswith("snap-")) == \
-        ["snap-000002.ivf.npz", "snap-000002.rows.npz", "snap-000002.vecs.npy"]
+        ["snap-000002.ivf.npy", "snap-000002.rows.npz", "snap-000002.vecs.npy"]
     vectors._LOADED.clear()
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
     assert snap.ivf is not None and not snap.delta and len(snap.ids) == N + 4 - 2
@@ -245,14 +240,14 @@ def test_a_crash_before_meta_flips_leaves_the_old_snapshot_searchable(tmp_path, 
     with pytest.raises(OSError):
         store._write_snapshot([(f"x{i:05d}", VecDocMeta(f"g{i}", *fields(i)), data[i]) for i in range(N)], "c2", [])
     monkeypatch.undo()
-    assert (tmp_path / "v" / "snap-000002.ivf.npz").exists()
+    assert (tmp_path / "v" / "snap-000002.ivf.npy").exists()
     assert json.loads((tmp_path / "v" / "meta.json").read_text())["snapshot"] == "snap-000001"
     vectors._LOADED.clear()
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
     assert snap.ivf is not None and snap.top(q, 10, statuses={"active"}) == before
     # the next write reuses the name and must not pick up the crashed write's index
     write(tmp_path / "v", data[:ABOVE - 1], commit="c3")
-    assert not (tmp_path / "v" / "snap-000002.ivf.npz").exists()
+    assert not (tmp_path / "v" / "snap-000002.ivf.npy").exists()
     assert VectorStore(tmp_path / "v", ann_above=ABOVE).load().ivf is None
 
 
