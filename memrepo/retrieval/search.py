@@ -423,7 +423,7 @@ def _encode_ahead(vault: Vault, queries: list) -> dict:
 
 def _vector_store(vault: Vault):
     from memrepo.retrieval.vectors import VectorStore
-    return VectorStore(vault.index_dir / "vectors")
+    return VectorStore(vault.index_dir / "vectors", ann_above=vault.config.get("search", "ann_above", 0))
 
 
 def _vec_doc(doc):
