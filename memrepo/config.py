@@ -69,8 +69,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # Monthly clean-up of expired memories: "demote" (L2-L4 back to L1, L1 archived) or "archive".
     "cleanup": {"policy": "demote"},
-    # Search: semantic = false turns the meaning-based half of the ranking off (keywords only).
-    "search": {"semantic": True},
+    # Search: semantic = false turns the meaning-based half of the ranking off (keywords only);
+    # ann_above: vector snapshots of this many rows get an ANN index (0: the default, 20,000).
+    "search": {"semantic": True, "ann_above": 0},
     # How a proposal to the shared pool that contradicts the active value of a fact is decided
     # (memrepo.team.propose): latest (newer wins), authority (agents ranked highest first),
     # review (a person). rules: [{match = "subject/fact-glob", policy = "..."}], first match wins.

@@ -206,6 +206,11 @@ def test_one_flock_retry_loop():
     assert owners("fcntl") == {"memrepo.store.lock"}
 
 
+def test_one_owner_of_the_c_library():
+    """store/watch is the one module that calls into the C library (inotify through ctypes)."""
+    assert owners("ctypes") == {"memrepo.store.watch"}
+
+
 def test_one_atomic_file_write():
     """store/files.atomic_write writes every file that must never be seen half-written; the
     embedding model's folder is moved into place whole."""

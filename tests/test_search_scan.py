@@ -28,8 +28,8 @@ def test_a_large_vault_looks_every_one_to_five_seconds():
 
 def test_a_large_vault_looks_at_once_when_its_tree_stamp_moved():
     last = _Scan(at=time.time(), cost=0.3, files=LARGE, stamp=("a",))
-    assert not _scan_due(last, lambda: ("a",))
-    assert _scan_due(last, lambda: ("b",))
+    assert not _scan_due(last, lambda: False)
+    assert _scan_due(last, lambda: True)
 
 
 def _as_if_huge(vault, **changes):
@@ -67,3 +67,104 @@ def test_large_vault_sees_a_replaced_or_new_file_at_once(vault):
     assert [h.id for h in search.search(vault, "lambda")[0].hits] == ["mem_n"]
     new.unlink()
     assert search.search(vault, "lambda")[0].nothing_relevant
+
+
+# ---- the folder watch of a process that searches again ------------------------------------
+
+def test_a_folder_watch_reports_every_change_in_its_folders(tmp_path):
+    from memrepo.store.watch import FolderWatch, filesystem
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "x.md").write_text("one")
+    (tmp_path / "c").mkdir()
+    watch = FolderWatch.start(tmp_path, ("a", "a/b"))
+    assert watch is not None and not watch.moved()
+    assert watch.local == (filesystem(tmp_path) in ("ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs"))
+    (tmp_path / "c" / "elsewhere.md").write_text("not watched")
+    assert not watch.moved()
+    (tmp_path / "a" / "x.md").write_text("two")  # in place (the folder stamp does not move)
+    assert watch.moved() and not watch.moved()  # reported once
+    (tmp_path / "a" / "b" / "new.md").write_text("new")
+    assert watch.moved() and not watch.moved()
+    os.replace(tmp_path / "a" / "b" / "new.md", tmp_path / "a" / "x.md")  # as editors save
+    assert watch.moved()
+    (tmp_path / "a" / "x.md").unlink()
+    assert watch.moved()
+    os.rmdir(tmp_path / "a" / "b")
+    assert watch.moved()
+    watch.close()
+    assert watch.moved()  # a closed watch cannot vouch for anything
+
+
+def test_a_folder_watch_is_not_set_up_for_a_missing_folder(tmp_path):
+    from memrepo.store.watch import FolderWatch
+    (tmp_path / "a").mkdir()
+    assert FolderWatch.start(tmp_path, ("a", "gone")) is None
+    assert FolderWatch.start(tmp_path, ()) is None
+
+
+def test_a_process_that_searches_again_watches_instead_of_stat(vault, monkeypatch):
+    memories.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha database pool"}, "")
+    assert [h.id for h in search.search(vault, "alpha")[0].hits] == ["mem_a"]
+    path = vault.root / vault.get("mem_a").path
+    _as_if_huge(vault)
+    search.search(vault, "alpha")  # the second search in this process starts the watch
+    warm = search._warm(vault)
+    assert warm.watch is not None and warm.watch.dirs == _load_scan(vault).dirs
+
+    stamps, looks = [], []
+    stamp, scan = search._tree_stamp, search._scan
+    monkeypatch.setattr(search, "_tree_stamp", lambda *a: stamps.append(1) or stamp(*a))
+    monkeypatch.setattr(search, "_scan", lambda *a: looks.append(1) or scan(*a))
+    assert search.search(vault, "lambda")[0].nothing_relevant
+    assert stamps == looks == []  # no stat of the folders: the watch answered
+    new = path.with_name("mem_n.md")
+    new.write_text(path.read_text(encoding="utf-8").replace("mem_a", "mem_n").replace("alpha", "lambda"),
+                   encoding="utf-8")
+    assert [h.id for h in search.search(vault, "lambda")[0].hits] == ["mem_n"]  # at once, as with the stamp
+    assert len(stamps) == len(looks) == 1  # the look records the stamp for processes without a watch
+    _as_if_huge(vault)
+    new.unlink()
+    assert search.search(vault, "lambda")[0].nothing_relevant
+    _as_if_huge(vault)
+    path.write_text(path.read_text(encoding="utf-8").replace("alpha", "omega"), encoding="utf-8")  # in place
+    assert [h.id for h in search.search(vault, "omega")[0].hits] == ["mem_a"]  # at once, unlike the stamp
+
+
+def test_a_watch_on_a_local_filesystem_spares_the_periodic_look(vault, monkeypatch):
+    memories.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha database pool"}, "")
+    search.search(vault, "alpha")
+    _as_if_huge(vault)
+    search.search(vault, "alpha")  # starts the watch
+    _as_if_huge(vault, at=time.time() - 60)
+    search.search(vault, "alpha")  # a look that begins under the watch
+    warm = search._warm(vault)
+    assert warm.watch is not None and warm.watched_look
+    _as_if_huge(vault, at=time.time() - 60)  # the last look a minute ago: the window is long past
+    looks = []
+    scan = search._scan
+    monkeypatch.setattr(search, "_scan", lambda *a: looks.append(1) or scan(*a))
+    monkeypatch.setattr(warm.watch, "local", True)
+    assert search.search(vault, "alpha")[0].hits and looks == []  # nothing changed: no look
+    monkeypatch.setattr(warm.watch, "local", False)  # as on NFS: another machine's edits are not reported
+    assert search.search(vault, "alpha")[0].hits and looks == [1]
+
+
+def test_a_new_memory_folder_is_watched_too(vault):
+    memories.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha database pool"}, "")
+    search.search(vault, "alpha")
+    _as_if_huge(vault)
+    search.search(vault, "alpha")
+    first = search._warm(vault).watch
+    assert first is not None
+    folder = vault.root / "memories" / "L2" / "handmade"
+    folder.mkdir(parents=True)
+    text = (vault.root / vault.get("mem_a").path).read_text(encoding="utf-8")
+    (folder / "mem_h.md").write_text(text.replace("mem_a", "mem_h").replace("alpha", "zeta"), encoding="utf-8")
+    assert [h.id for h in search.search(vault, "zeta")[0].hits] == ["mem_h"]
+    _as_if_huge(vault, paths=_load_scan(vault).paths)
+    search.search(vault, "zeta")  # the folders differ from the watch's: a new watch, and the stamp once more
+    watch = search._warm(vault).watch
+    assert watch is not None and watch is not first and "memories/L2/handmade" in watch.dirs
+    _as_if_huge(vault, paths=_load_scan(vault).paths)
+    (folder / "mem_i.md").write_text(text.replace("mem_a", "mem_i").replace("alpha", "theta"), encoding="utf-8")
+    assert [h.id for h in search.search(vault, "theta")[0].hits] == ["mem_i"]

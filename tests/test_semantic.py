@@ -327,3 +327,18 @@ def test_a_process_loads_the_vectors_once_until_they_change(tmp_path):
     write(3)  # snap-000001 again, with other rows
     assert VectorStore(tmp_path / "vectors").meta()["snapshot"] == "snap-000001"
     assert VectorStore(tmp_path / "vectors").load().count() == 3
+
+
+def test_a_query_encoded_ahead_is_the_query_encoded_inline(bilingual):
+    """Search encodes its queries on the encoder's thread while it ranks the keywords: the
+    vectors and the hits are the ones an inline encoding gives."""
+    encoder = embed.shared(embed.user_cache_dir())
+    for _memory_id, _text, question in PAIRS:
+        assert (encoder.query_soon(question).result() == encoder.query(question)).all()
+    queries = [search.make_query(question, limit=3) for _m, _t, question in PAIRS]
+    ahead, _ = search.search_many(bilingual, queries)
+    index = search._index(bilingual)
+    _state, semantic, _notice = search.semantic_sync(bilingual)
+    inline = index.search_many(queries, semantic=semantic,
+                               ahead={text: encoder.query(text) for text in index.query_texts(queries)})
+    assert [[(h.id, h.score) for h in r.hits] for r in ahead] == [[(h.id, h.score) for h in r.hits] for r in inline]

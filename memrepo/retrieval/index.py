@@ -240,21 +240,31 @@ class MemoryIndex:
             except Exception:
                 pass
 
+    def query_texts(self, qs: Iterable[SearchQuery]) -> list[str]:
+        """The texts the queries embed (none for the advanced syntax or an empty query)."""
+        return list(dict.fromkeys(semantic_text(q.text, self.tuning) for q in qs if not q.advanced and q.text.strip()))
+
     def search(self, q: SearchQuery, *, semantic=None) -> SearchResult:
         """Run one query (see :func:`search_many`)."""
         return self.search_many([q], semantic=semantic)[0]
 
-    def search_many(self, qs: Iterable[SearchQuery], *, semantic=None) -> list[SearchResult]:
+    def search_many(self, qs: Iterable[SearchQuery], *, semantic=None, ahead: dict | None = None) -> list[SearchResult]:
         """Run several queries with one searcher (the batch path of the CLI and benchmarks).
 
         ``semantic`` is ``(vectors, encoder)``: a loaded :class:`~memrepo.retrieval.vectors.Snapshot`
-        and an :class:`~memrepo.retrieval.embed.Encoder`; with it the ranking is hybrid."""
+        and an :class:`~memrepo.retrieval.embed.Encoder`; with it the ranking is hybrid. The
+        queries are encoded on the encoder's thread while their keywords are ranked; ``ahead``
+        holds the encodings already under way (by :meth:`query_texts`)."""
         qs = list(qs)
         learned = self.stats.learned_stopwords() if self.stats else frozenset()
         extra: list[Semantic | None] = [None] * len(qs)
         if semantic is not None:
             vectors, encoder = semantic
-            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, encoder.query(semantic_text(q.text, self.tuning)))
+            ahead = dict(ahead or {})
+            for text in self.query_texts(qs):
+                if text not in ahead:
+                    ahead[text] = encoder.query_soon(text)
+            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, self.tuning)])
                      for q in qs]
         reopened = False
         for attempt in range(OPEN_RETRIES):

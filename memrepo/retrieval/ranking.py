@@ -125,9 +125,14 @@ DEFAULT_TUNING = Tuning()
 
 @dataclass(frozen=True)
 class Semantic:
-    """The query's vector and the vault's vectors (a :class:`memrepo.retrieval.vectors.Snapshot`)."""
+    """The query's vector and the vault's vectors (a :class:`memrepo.retrieval.vectors.Snapshot`).
+    ``query`` may be a future of the vector (being encoded on another thread while the
+    keywords are ranked): :meth:`vector` waits for it."""
     vectors: object
     query: object
+
+    def vector(self):
+        return self.query.result() if hasattr(self.query, "result") else self.query
 
 
 @dataclass
@@ -243,13 +248,13 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     with the keyword query's score for it (as the collection gives it): a memory's keyword side
     is the same whether it came in by its words or by its vector."""
     vec = semantic.vectors
-    cos = vec.cosines(semantic.query, [c.fields["id"] for c in cands])  # type: ignore[attr-defined]
+    cos = vec.cosines(semantic.vector(), [c.fields["id"] for c in cands])  # type: ignore[attr-defined]
     for c in cands:
         c.cosine = cos.get(c.fields["id"])
     if not vector_led:
         return cands
     have = {c.fields["id"] for c in cands}
-    near = vec.top(semantic.query, tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
+    near = vec.top(semantic.vector(), tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
                    statuses=_allowed_statuses(q, history))
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     added: list[_Cand] = []

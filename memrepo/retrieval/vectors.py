@@ -6,6 +6,8 @@ Layout of ``<index_dir>/vectors``::
     snap-000003.vecs.npy     float32 (N, 512) unit vectors, rows sorted by memory id
     snap-000003.rows.npz     ids, content hashes, and the filter fields (subject, status,
                              layer, kind) as codes
+    snap-000003.ivf.npz      the snapshot's ANN index (from ``ann_above`` rows on): k-means
+                             centroids and the rows grouped by nearest centroid
     snap-000003.delta.jsonl  memories changed since the snapshot, appended one per line
                              (a vector in base64), or {"id", "deleted": true}
     write.lock               fcntl lock: one writer at a time
@@ -16,12 +18,27 @@ edits). A change is appended to the delta; past ``COMPACT_AT`` appended lines a 
 is written and ``meta.json`` flips to it atomically. Every vector is cached by the hash of
 the text it encodes, so a rebuild, a revert or a re-index never encodes the same text twice.
 Vectors of another model or model version are thrown away and rebuilt.
+
+The nearest memories within a pool are exact (one product over the pool's rows) below
+``ann_above`` snapshot rows and for narrow pools (a subject, a layer). A large snapshot with a
+wide pool is searched through an inverted-file index (IVF): about sqrt(N) k-means centroids
+(seeded, trained on a sample: the same rows give the same index), each row listed under its
+nearest centroid; a query scores the centroids, takes the rows of the nearest ``ANN_PROBE``
+share of the lists, applies the pool's filters to them and returns their exact cosines' top k
+(more lists when fewer than k survive). The index is written with its snapshot, before
+``meta.json`` flips to it; a compaction keeps the previous centroids and lists the rows it
+already had where they were (only rows new to the snapshot are assigned), a full rebuild
+trains anew. The delta is always scanned exactly. A snapshot without a readable index is
+searched exactly.
 """
 from __future__ import annotations
 
 import base64
 import json
+import math
+import os
 import re
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +56,15 @@ LOCK_WAIT_S = 10.0
 # per process, the last state loaded from each vectors directory: every search makes a new
 # VectorStore, and re-reading 100k ids and hashes cost ~150 ms of CPU per search
 _LOADED: dict[Path, tuple[tuple, Snapshot]] = {}
+_META: dict[Path, tuple[tuple, dict]] = {}  # per process, each vectors directory's meta.json and its stat
 GATHER_BELOW = 4           # a pool under 1/4 of the rows is gathered before the product, a wider one is not
+ANN_ABOVE = 20_000         # default [search] ann_above: snapshots of this many rows get an IVF index
+ANN_PROBE = 0.1            # share of the IVF lists a query reads (recall@10 vs exact: bench/ann.py)
+ANN_SAMPLE = 64            # training rows per list (k-means on a sample)
+ANN_ITERS = 8              # k-means iterations
+ANN_SEED = 11
+ANN_RETRAIN = 4            # a compaction trains anew once the rows grew this many times since training
+_CHUNK = 8192              # rows per product when assigning rows to lists (bounds the scratch memory)
 
 
 class VectorsBusy(Exception):
@@ -70,6 +95,76 @@ def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
+@dataclass(frozen=True)
+class Ivf:
+    """A snapshot's inverted-file index: list ``j`` holds rows ``order[offsets[j]:offsets[j + 1]]``."""
+    centroids: np.ndarray  # (lists, DIM) float32 unit vectors
+    order: np.ndarray      # (rows,) int32: the snapshot's rows grouped by list
+    offsets: np.ndarray    # (lists + 1,) int64
+    trained_on: int        # rows of the snapshot the centroids were trained for
+
+    @classmethod
+    def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, trained_on: int) -> Ivf:
+        order = np.argsort(labels, kind="stable").astype(np.int32)
+        counts = np.bincount(labels, minlength=len(centroids))
+        return cls(centroids, order, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), trained_on)
+
+    def labels(self) -> np.ndarray:
+        out = np.empty(len(self.order), dtype=np.int32)
+        out[self.order] = np.repeat(np.arange(len(self.centroids), dtype=np.int32), np.diff(self.offsets))
+        return out
+
+    def rows(self, lists) -> np.ndarray:
+        """The rows of these lists, ascending (the matrix is read in file order)."""
+        parts = [self.order[self.offsets[j]:self.offsets[j + 1]] for j in lists]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int32)
+
+    def save(self, path: Path) -> None:
+        with open(path, "wb") as fh:
+            np.savez(fh, centroids=self.centroids, order=self.order, offsets=self.offsets,
+                     trained_on=np.int64(self.trained_on))
+
+    @classmethod
+    def read(cls, path: Path, rows: int) -> Ivf | None:
+        """The index in ``path`` if it is whole and fits a snapshot of ``rows`` rows, else None."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                ivf = cls(z["centroids"], z["order"], z["offsets"], int(z["trained_on"]))
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return None
+        c, order, off = ivf.centroids, ivf.order, ivf.offsets
+        ok = (c.ndim == 2 and c.shape[1] == embed.DIM and c.dtype == np.float32 and len(c) > 0
+              and order.shape == (rows,) and order.dtype == np.int32 and off.shape == (len(c) + 1,)
+              and off.dtype == np.int64 and off[0] == 0 and off[-1] == rows and bool(np.all(np.diff(off) >= 0))
+              and (rows == 0 or (order.min() >= 0 and order.max() < rows
+                                 and bool(np.all(np.bincount(order, minlength=rows) == 1)))))
+        return ivf if ok else None
+
+
+def _nearest_list(vecs: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Each row's nearest centroid (by cosine), in chunks of ``_CHUNK`` rows."""
+    out = np.empty(len(vecs), dtype=np.int32)
+    for start in range(0, len(vecs), _CHUNK):
+        out[start:start + _CHUNK] = np.argmax(np.asarray(vecs[start:start + _CHUNK]) @ centroids.T, axis=1)
+    return out
+
+
+def _train(vecs: np.ndarray) -> np.ndarray:
+    """About sqrt(N) unit centroids: spherical k-means on a seeded sample of the rows."""
+    n = len(vecs)
+    lists = max(1, round(math.sqrt(n)))
+    rng = np.random.default_rng(ANN_SEED)
+    sample = np.asarray(vecs[np.sort(rng.choice(n, size=min(n, ANN_SAMPLE * lists), replace=False))])
+    centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
+    for _ in range(ANN_ITERS):
+        labels = _nearest_list(sample, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, labels, sample)
+        used = np.bincount(labels, minlength=lists) > 0  # an empty list keeps its centroid
+        centroids[used] = _unit(sums[used])
+    return centroids
+
+
 class Snapshot:
     """One loaded state: the snapshot's rows (memory-mapped) plus the delta applied on top."""
 
@@ -79,6 +174,9 @@ class Snapshot:
         self.alive = np.ones(len(ids), dtype=bool)
         self.delta: dict[str, tuple[VecDocMeta | None, np.ndarray | None]] = {}
         self.delta_lines = 0
+        self.ivf: Ivf | None = None
+        self.ann_above = ANN_ABOVE
+        self._counts: dict[str, np.ndarray] = {}
 
     @classmethod
     def empty(cls) -> Snapshot:
@@ -139,31 +237,78 @@ class Snapshot:
         self.delta[memory_id] = (meta, vec)
 
     # ---- search --------------------------------------------------------------------
-    def _mask(self, subject, layer, kind, statuses) -> np.ndarray:
-        mask = self.alive.copy()
+    def _mask(self, subject, layer, kind, statuses, rows: np.ndarray | None = None) -> np.ndarray:
+        """Which snapshot rows (all, or those in ``rows``) are live and inside the filters."""
+        def of(a: np.ndarray) -> np.ndarray:
+            return a if rows is None else a[rows]
+        mask = self.alive.copy() if rows is None else self.alive[rows]
         for field, value in (("subject", subject), ("layer", layer), ("kind", kind)):
             if value is not None:
                 try:
-                    mask &= self.codes[field] == self.vocab[field].index(value)
+                    mask &= of(self.codes[field]) == self.vocab[field].index(value)
                 except ValueError:
-                    return np.zeros(len(self.ids), dtype=bool)
+                    return np.zeros(len(mask), dtype=bool)
         if statuses is not None:
-            allowed = [i for i, s in enumerate(self.vocab["status"]) if s in statuses]
-            mask &= np.isin(self.codes["status"], allowed)
+            allowed = np.array([s in statuses for s in self.vocab["status"]] + [False], dtype=bool)
+            mask &= allowed[of(self.codes["status"])]
         return mask
 
+    def _wide(self, subject, layer, kind, statuses) -> bool:
+        """Whether the pool may hold a ``1/GATHER_BELOW`` share of the rows or more (an upper
+        bound from each filter's count of rows, without a pass over the rows)."""
+        bound = len(self.ids)
+        wanted = {"subject": subject, "layer": layer, "kind": kind}
+        for field, values in [(f, {v}) for f, v in wanted.items() if v is not None] + \
+                ([("status", set(statuses))] if statuses is not None else []):
+            counts = self._counts.get(field)
+            if counts is None:
+                counts = self._counts[field] = np.bincount(self.codes[field], minlength=len(self.vocab[field]))
+            bound = min(bound, sum(int(counts[i]) for i, v in enumerate(self.vocab[field]) if v in values))
+        return bound * GATHER_BELOW >= len(self.ids)
+
+    def _ann(self, q: np.ndarray, k: int, filters: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosines) of the pool's rows in the lists nearest ``q``: ``ANN_PROBE`` of the
+        lists, doubled until at least ``k`` rows of the pool are among them (or all are read)."""
+        ivf = self.ivf
+        assert ivf is not None
+        ranked = np.argsort(-(ivf.centroids @ q), kind="stable")
+        probe, read = max(1, math.ceil(ANN_PROBE * len(ranked))), 0
+        rows_parts, sims_parts, found = [], [], 0
+        while read < len(ranked):
+            rows = ivf.rows(ranked[read:probe])
+            rows = rows[self._mask(*filters, rows=rows)]
+            if len(rows):
+                rows_parts.append(rows)
+                sims_parts.append(self.vecs[rows] @ q)
+                found += len(rows)
+            read, probe = probe, probe * 2
+            if found >= k:
+                break
+        if not rows_parts:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        return np.concatenate(rows_parts), np.concatenate(sims_parts)
+
+    def uses_ann(self, *, subject=None, layer=None, kind=None, statuses=None) -> bool:
+        """Whether ``top`` with these filters reads the IVF index rather than every row of the pool."""
+        return (self.ivf is not None and len(self.ids) >= max(self.ann_above, 1)
+                and self._wide(subject, layer, kind, statuses))
+
     def top(self, qvec, k: int, *, subject=None, layer=None, kind=None, statuses=None) -> list[tuple[str, float]]:
-        """The ``k`` memories nearest ``qvec`` within the filtered pool (brute force, exact)."""
+        """The ``k`` memories nearest ``qvec`` within the filtered pool: exact, or through the
+        IVF index for a wide pool of a large snapshot (``uses_ann``); the delta is exact."""
         q = _unit(qvec)[0]
-        mask = self._mask(subject, layer, kind, statuses)
-        rows = np.flatnonzero(mask)
         out: list[tuple[str, float]] = []
-        if len(rows):
-            with embed.one_blas_thread():
+        with embed.one_blas_thread():
+            if self.uses_ann(subject=subject, layer=layer, kind=kind, statuses=statuses):
+                rows, sims = self._ann(q, k, (subject, layer, kind, statuses))
+            else:
+                rows = np.flatnonzero(self._mask(subject, layer, kind, statuses))
                 # a narrow pool (a subject) gathers its rows; a wide one (every active memory
                 # but a few) takes one pass over the matrix and drops the rest: gathering 97 % of
                 # 100k rows copied 200 MB per query and cost 130-150 ms of CPU instead of 28-30
-                sims = self.vecs[rows] @ q if len(rows) * GATHER_BELOW < len(self.ids) else (self.vecs @ q)[rows]
+                sims = (self.vecs[rows] @ q if len(rows) * GATHER_BELOW < len(self.ids) else (self.vecs @ q)[rows]) \
+                    if len(rows) else np.zeros(0, dtype=np.float32)
+        if len(rows):
             take = min(k, len(rows))
             best = np.argpartition(-sims, take - 1)[:take]
             out = [(str(self.ids[rows[j]]), float(sims[j])) for j in best]
@@ -198,15 +343,24 @@ class VecDocMeta:
 class VectorStore:
     """The vectors of one vault for one model, in ``dir``."""
 
-    def __init__(self, dir: Path, model: str | None = None) -> None:
+    def __init__(self, dir: Path, model: str | None = None, *, ann_above: int | None = None) -> None:
         self.dir = Path(dir)
         self.model = model or embed.model_id()
+        self.ann_above = ann_above or ANN_ABOVE  # [search] ann_above; 0 or None: the default
 
     # ---- state ---------------------------------------------------------------------
     def meta(self) -> dict:
+        """``meta.json`` (a copy: callers update it), parsed again only when the file was
+        replaced (it is written whole, by rename): a search asks several times."""
+        path = self.dir / "meta.json"
         try:
-            data = json.loads((self.dir / "meta.json").read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
+            st = os.stat(path)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            cached = _META.get(path)
+            if cached is None or cached[0] != stamp:
+                data = json.loads(path.read_bytes())
+                cached = _META[path] = (stamp, data if isinstance(data, dict) else {})
+            return dict(cached[1])
         except (OSError, ValueError):
             return {}
 
@@ -254,6 +408,7 @@ class VectorStore:
         key = self._key(snap)
         cached = _LOADED.get(self.dir)
         if cached is not None and cached[0] == key:
+            cached[1].ann_above = self.ann_above
             return cached[1]
         vecs = np.load(self.dir / f"{snap}.vecs.npy", mmap_mode="r")
         with np.load(self.dir / f"{snap}.rows.npz", allow_pickle=False) as z:
@@ -262,6 +417,9 @@ class VectorStore:
             codes = {k: z[f"c_{k}"] for k in ("subject", "status", "layer", "kind")}
             vocab = {k: z[f"v_{k}"].tolist() for k in ("subject", "status", "layer", "kind")}
         s = Snapshot(vecs, ids, hashes, codes, vocab)
+        s.ann_above = self.ann_above
+        if (self.dir / f"{snap}.ivf.npz").exists():
+            s.ivf = Ivf.read(self.dir / f"{snap}.ivf.npz", len(ids))  # unreadable: searched exactly
         if delta.exists():
             for line in delta.read_text(encoding="utf-8").splitlines():
                 try:
@@ -333,7 +491,7 @@ class VectorStore:
             s.delta_lines += len(lines)
             m = self.meta()
             if s.delta_lines > COMPACT_AT:
-                self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty))
+                self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty), previous=s)
                 return encoded
             delta = self.dir / f"{m['snapshot']}.delta.jsonl"
             if lines:
@@ -353,11 +511,15 @@ class VectorStore:
         return json.dumps({"id": memory_id, "hash": meta.hash, "subject": meta.subject, "status": meta.status,
                            "layer": meta.layer, "kind": meta.kind, "vec": data}, ensure_ascii=False)
 
-    def _write_snapshot(self, entries: list, commit: str | None, dirty: list[str]) -> None:
+    def _write_snapshot(self, entries: list, commit: str | None, dirty: list[str],
+                        previous: Snapshot | None = None) -> None:
+        """Write ``entries`` (sorted by id) as the next snapshot, then flip ``meta.json`` to it.
+        ``previous``: the state compacted into it, whose IVF centroids and lists are kept."""
         old = self.meta().get("snapshot")
         n = int(old.split("-")[1]) + 1 if isinstance(old, str) and re.fullmatch(r"snap-\d+", old) else 1
         snap = f"snap-{n:06d}"
         self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / f"{snap}.ivf.npz").unlink(missing_ok=True)  # left by a write that crashed
         vecs = np.zeros((len(entries), embed.DIM), dtype=np.float32)
         for i, (_, _, v) in enumerate(entries):
             vecs[i] = v
@@ -372,9 +534,32 @@ class VectorStore:
             arrays[f"v_{field}"] = np.array(vocab, dtype=str)
         with open(self.dir / f"{snap}.rows.npz", "wb") as fh:
             np.savez(fh, **arrays)
+        if len(entries) >= self.ann_above:
+            self._index(vecs, arrays["ids"], previous).save(self.dir / f"{snap}.ivf.npz")
         _atomic_write(self.dir / "meta.json", json.dumps(
             {"format": FORMAT, "model": self.model, "commit": commit, "snapshot": snap, "dirty": dirty}).encode())
         for path in self.dir.glob("snap-*"):
             if not path.name.startswith(snap + "."):
                 path.unlink(missing_ok=True)
         _LOADED.pop(self.dir, None)
+
+    @staticmethod
+    def _index(vecs: np.ndarray, ids: np.ndarray, previous: Snapshot | None) -> Ivf:
+        """The IVF index of a new snapshot's rows: the previous snapshot's centroids with its rows
+        kept in their lists (a compaction), or trained anew (no usable previous index, or the rows
+        grew ``ANN_RETRAIN`` times since it was trained)."""
+        with embed.one_blas_thread():
+            old = previous.ivf if previous is not None else None
+            if old is None or len(vecs) > ANN_RETRAIN * old.trained_on:
+                centroids = _train(vecs)
+                return Ivf.from_labels(centroids, _nearest_list(vecs, centroids), len(vecs))
+            assert previous is not None
+            labels = np.full(len(vecs), -1, dtype=np.int32)
+            at = np.searchsorted(previous.ids, ids)
+            inside = at < len(previous.ids)
+            kept = np.zeros(len(vecs), dtype=bool)
+            kept[inside] = (previous.ids[at[inside]] == ids[inside]) & previous.alive[at[inside]]
+            labels[kept] = old.labels()[at[kept]]
+            new = np.flatnonzero(~kept)
+            labels[new] = _nearest_list(vecs[new], old.centroids)
+            return Ivf.from_labels(old.centroids, labels, old.trained_on)
