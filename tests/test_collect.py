@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrepo.retrieval.collect import scores_of, top_docs
+from memrepo.retrieval import collect
+from memrepo.retrieval.collect import Work, scores_of, top_docs
 from memrepo.retrieval.fields import IndexDoc
 from memrepo.retrieval.index import MemoryIndex
 from memrepo.retrieval.ranking import DEFAULT_TUNING, SearchQuery, field_b
@@ -57,9 +58,11 @@ terms_st = st.lists(st.tuples(st.sampled_from(("text", "text", "keys")), st.samp
                               st.sampled_from((1.0, 0.3, 1.693, 6.0))), min_size=1, max_size=6)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("small", [collect._SMALL, 0], ids=["default", "bounded"])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(terms=terms_st, limit=st.integers(1, 40), allow_mod=st.integers(0, 3), deny_mod=st.integers(0, 5))
-def test_top_docs_are_whooshs_top_docs(searcher, terms, limit, allow_mod, deny_mod):
+def test_top_docs_are_whooshs_top_docs(searcher, monkeypatch, small, terms, limit, allow_mod, deny_mod):
+    monkeypatch.setattr(collect, "_SMALL", small)
     n = searcher.doc_count_all()
     allow = None if not allow_mod else {d for d in range(n) if d % (allow_mod + 1)}
     deny = None if not deny_mod else {d for d in range(n) if d % (deny_mod + 3) == 0}
@@ -99,3 +102,110 @@ def test_scores_of_given_documents_are_top_docs_scores(searcher, terms, picks):
     docs = set(picks)
     expected = dict(top_docs(searcher, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, len(docs) or 1, allow=docs))
     assert scores_of(searcher, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks) == expected
+
+
+# ---- skipping postings (MaxScore / block-max) on an index big enough to skip ------------
+# Whoosh writes postings in blocks of 128, so the terms here hold thousands of postings: one
+# in most memories, some in a third or a tenth, rare ones in a few dozen, the subjects in half
+# (the exact-key field), tags weighted x3 (fractional weights), many memories written twice
+# (equal scores: ties by document number), three segments, deletions in the first two.
+BIG_VOCAB = {"common": 0.7, "often": 0.35, "kafka": 0.1, "rare": 0.01, "zebra": 0.004, "延迟": 0.3, "quartz": 0.05}
+
+
+def _big_doc(rng: random.Random, i: int) -> IndexDoc:
+    if i % 7 == 0:  # the same text as another memory: the same score for any query
+        rng = random.Random(i // 70)
+    words = []
+    for word, share in BIG_VOCAB.items():
+        if rng.random() < share:
+            words += [word] * rng.choice((1, 1, 1, 2, 3, 5))
+    words += ["filler"] * rng.choice((0, 1, 3, 8, 20, 60))
+    rng.shuffle(words)
+    tags = ("#" + rng.choice(("common", "often", "延迟")),) if rng.random() < 0.2 else ()
+    return IndexDoc(id=f"b{i}", path=f"memories/L1/b{i}.md", layer="L1", kind="event",
+                    subject=rng.choice(("proj", "ops")), fact=None, status="active",
+                    summary=" ".join(words[:3]), body=" ".join(words), tags=tags, created=None, updated=None)
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory):
+    rng = random.Random(11)
+    ix = MemoryIndex(Path(tmp_path_factory.mktemp("collect-big")) / "index")
+    ix.rebuild([_big_doc(rng, i) for i in range(3000)], commit="c1", procs=1)
+    ix.update(upserts=[_big_doc(rng, i) for i in range(3000, 3800)],
+              deletes=[f"b{i}" for i in range(5, 3000, 9)], commit="c2")
+    ix.update(upserts=[_big_doc(rng, i) for i in range(3800, 4000)],
+              deletes=[f"b{i}" for i in range(3001, 3800, 13)], commit="c3")
+    ix.search(SearchQuery("common"))
+    s = ix._cached_searcher()
+    assert len(s.leaf_searchers()) == 3
+    assert s.doc_frequency("text", "common") > 2000
+    yield s
+    ix.close()
+
+
+@pytest.fixture
+def big(big_index, monkeypatch):
+    """The big index, with bounds used at any size (by default a few thousand postings are
+    simply all scored)."""
+    monkeypatch.setattr(collect, "_SMALL", 0)
+    return big_index
+
+
+def _exhaustive(searcher, terms, allow, deny, limit):
+    """Every matching document scored (scores_of sums the terms in order, as top_docs must),
+    ranked best first, ties by document number."""
+    scores = scores_of(searcher, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, range(searcher.doc_count_all()))
+    kept = [(d, s) for d, s in scores.items() if (allow is None or d in allow) and not (deny and d in deny)]
+    return sorted(kept, key=lambda h: (-h[1], h[0]))[:limit]
+
+
+big_terms_st = st.lists(st.tuples(st.sampled_from(("text",) * 6 + ("keys",)),
+                                  st.sampled_from([*BIG_VOCAB, "proj", "ops", "filler", "absent"]),
+                                  st.sampled_from((1.0, 1.0, 0.3, 1.693, 6.0))), min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=big_terms_st, limit=st.sampled_from((1, 3, 10, 30, 100)), allow_mod=st.integers(0, 3),
+       deny_mod=st.integers(0, 5))
+def test_top_docs_are_exactly_the_exhaustive_top_docs(big, terms, limit, allow_mod, deny_mod):
+    n = big.doc_count_all()
+    allow = None if not allow_mod else {d for d in range(n) if d % (allow_mod + 1)}
+    deny = None if not deny_mod else {d for d in range(n) if d % (deny_mod + 3) == 0}
+    got = top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, limit, allow, deny)
+    assert got == _exhaustive(big, terms, allow, deny, limit)  # same documents, order and floats
+
+
+@pytest.mark.parametrize("terms", [
+    [("text", "rare", 1.0), ("text", "common", 1.0)],
+    [("text", "zebra", 1.0), ("text", "often", 1.0), ("text", "common", 1.0)],
+    [("text", "common", 1.0), ("keys", "proj", 6.0), ("text", "zebra", 1.693)],
+])
+def test_a_rare_term_spares_reading_most_of_a_common_one(big, terms):
+    work = Work()
+    got = top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 3, work=work)
+    assert got == _exhaustive(big, terms, None, None, 3)
+    assert work.blocks_skipped > work.blocks_read
+    assert work.postings_read + work.postings_skipped == sum(big.doc_frequency(f, t) for f, t, _ in terms)
+
+
+def test_ties_at_the_last_place_go_to_the_lower_document_number(big):
+    terms = [("text", "common", 1.0), ("text", "often", 1.0)]
+    full = _exhaustive(big, terms, None, None, 10_000)
+    # a limit that cuts through a run of equal scores
+    for limit, ((_, a), (_, b)) in enumerate(zip(full, full[1:]), start=1):
+        if a == b and limit >= 5:
+            break
+    else:
+        pytest.fail("no tie in the fixture")
+    assert top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, limit) == full[:limit]
+
+
+def test_common_terms_agree_with_whoosh(big):
+    terms = [("text", "common", 1.0), ("text", "延迟", 1.693), ("keys", "ops", 6.0)]
+    deny = {d for d in range(big.doc_count_all()) if d % 4 == 0}
+    got = top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 30, None, deny)
+    expected = _reference(big, terms, None, deny, 30)
+    assert [d for d, _ in got] == [d for d, _ in expected] or _same_up_to_ties(got, expected)
+    for (_, a), (_, b) in zip(got, expected):
+        assert a == pytest.approx(b, rel=1e-12)

@@ -71,16 +71,20 @@ def test_large_vault_sees_a_replaced_or_new_file_at_once(vault):
 
 # ---- the folder watch of a process that searches again ------------------------------------
 
-def test_a_folder_watch_reports_what_moves_a_folder_stamp(tmp_path):
-    from memrepo.store.watch import FolderWatch
+def test_a_folder_watch_reports_every_change_in_its_folders(tmp_path):
+    from memrepo.store.watch import FolderWatch, filesystem
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "x.md").write_text("one")
+    (tmp_path / "c").mkdir()
     watch = FolderWatch.start(tmp_path, ("a", "a/b"))
     assert watch is not None and not watch.moved()
-    (tmp_path / "a" / "x.md").write_text("two")  # in place: the stamp does not move either
+    assert watch.local == (filesystem(tmp_path) in ("ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs"))
+    (tmp_path / "c" / "elsewhere.md").write_text("not watched")
     assert not watch.moved()
-    (tmp_path / "a" / "b" / "new.md").write_text("new")
+    (tmp_path / "a" / "x.md").write_text("two")  # in place (the folder stamp does not move)
     assert watch.moved() and not watch.moved()  # reported once
+    (tmp_path / "a" / "b" / "new.md").write_text("new")
+    assert watch.moved() and not watch.moved()
     os.replace(tmp_path / "a" / "b" / "new.md", tmp_path / "a" / "x.md")  # as editors save
     assert watch.moved()
     (tmp_path / "a" / "x.md").unlink()
@@ -123,7 +127,26 @@ def test_a_process_that_searches_again_watches_instead_of_stat(vault, monkeypatc
     assert search.search(vault, "lambda")[0].nothing_relevant
     _as_if_huge(vault)
     path.write_text(path.read_text(encoding="utf-8").replace("alpha", "omega"), encoding="utf-8")  # in place
-    assert search.search(vault, "omega")[0].nothing_relevant  # inside the window, as with the stamp
+    assert [h.id for h in search.search(vault, "omega")[0].hits] == ["mem_a"]  # at once, unlike the stamp
+
+
+def test_a_watch_on_a_local_filesystem_spares_the_periodic_look(vault, monkeypatch):
+    memories.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha database pool"}, "")
+    search.search(vault, "alpha")
+    _as_if_huge(vault)
+    search.search(vault, "alpha")  # starts the watch
+    _as_if_huge(vault, at=time.time() - 60)
+    search.search(vault, "alpha")  # a look that begins under the watch
+    warm = search._warm(vault)
+    assert warm.watch is not None and warm.watched_look
+    _as_if_huge(vault, at=time.time() - 60)  # the last look a minute ago: the window is long past
+    looks = []
+    scan = search._scan
+    monkeypatch.setattr(search, "_scan", lambda *a: looks.append(1) or scan(*a))
+    monkeypatch.setattr(warm.watch, "local", True)
+    assert search.search(vault, "alpha")[0].hits and looks == []  # nothing changed: no look
+    monkeypatch.setattr(warm.watch, "local", False)  # as on NFS: another machine's edits are not reported
+    assert search.search(vault, "alpha")[0].hits and looks == [1]
 
 
 def test_a_new_memory_folder_is_watched_too(vault):

@@ -10,29 +10,101 @@ Advanced (Whoosh syntax) queries still go through Whoosh.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cache
 from heapq import nlargest
+from itertools import accumulate, chain, compress, repeat
+from operator import add
 from typing import Iterable, Iterator
 
 _LENGTHS = "_memrepo_lengths"  # per-searcher cache of decoded field lengths
 
 
+@dataclass
+class Work:
+    """What :func:`top_docs` read: posting blocks decoded, and those it could skip unread."""
+    blocks_read: int = 0
+    blocks_skipped: int = 0
+    postings_read: int = 0
+    postings_skipped: int = 0
+
+
+_MARGIN = 1e-6  # relative slack on every bound test (see top_docs)
+_SMALL = 4096   # postings up to which scoring them all is faster than bounding them
+
+
 def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
-             limit: int, allow: set[int] | None = None, deny: set[int] | None = None) -> list[tuple[int, float]]:
+             limit: int, allow: set[int] | None = None, deny: set[int] | None = None,
+             work: Work | None = None) -> list[tuple[int, float]]:
     """``(docnum, score)`` of the best ``limit`` documents matching any of ``terms``
     (``(field, text, boost)``), best first, ties by docnum: what ``searcher.search(Or(terms),
     limit=limit, filter=allow, mask=deny)`` returns under BM25F with ``field_b`` (B per field,
-    default under ``""``) and ``k1``."""
+    default under ``""``) and ``k1``. ``work`` (optional) counts the blocks read and skipped.
+
+    Exact, without scoring every posting (MaxScore with block-max bounds): the terms are read
+    rarest first, and once ``limit`` documents are known, ``theta`` (the worst of the best
+    ``limit`` scores so far: a lower bound of the final one) rules out what cannot reach it.
+    A posting block's header bounds its scores (its highest weight over its shortest length);
+    a document it could bring in would score at most that plus the bounds of the terms still
+    to read. When that is below ``theta`` the block only completes the documents already
+    found, and is not decoded at all when none of those can still reach ``theta`` (they are
+    dropped). Every bound test has a relative slack of ``_MARGIN`` (weights are stored as
+    float32, and sums in another order differ in the last bits), so a document that might tie
+    the last place is always scored. The scores returned are the per-term scores summed in
+    the order of ``terms``: what :func:`scores_of` gives, to the last bit."""
+    if limit <= 0:
+        return []
+    work = work if work is not None else Work()
+    terms = list(terms)
+    slots = [(i, segs) for i, segs in ((i, list(_segments(searcher, [term], field_b, k1)))
+                                       for i, term in enumerate(terms)) if segs]
+    if sum(seg.df for _, segs in slots for seg in segs) <= _SMALL:
+        return _score_all([seg for _, segs in slots for seg in segs], limit, allow, deny)
+    # bounds need scores >= 0; otherwise (never with BM25 and a boost >= 0) read everything
+    prune = all(seg.idf >= 0 and seg.boost >= 0 for _, segs in slots for seg in segs)
+    # rarest first: the cheap terms are read in full and set theta for the common ones
+    slots.sort(key=lambda slot: (sum(seg.df for seg in slot[1]), -max(seg.bound for seg in slot[1]), slot[0]))
+    reads: list[list[_Read]] = [[] for _ in terms]   # per term: what was read of it, per segment
+    partial: dict[int, dict[int, float]] = {}        # per segment: docnum -> score so far
+    # the bound of what the terms after each one add in each segment, summed from the last
+    # (so, to the last bit, it never grows from one term to the next)
+    rests: list[dict[int, float]] = [{}]
+    for _, segs in reversed(slots[1:]):
+        rest = dict(rests[0])
+        for seg in segs:
+            rest[seg.offset] = seg.bound + rest.get(seg.offset, 0.0)
+        rests.insert(0, rest)
+    theta = -math.inf
+    for (index, segs), rest in zip(slots, rests):
+        for seg in segs:
+            reads[index].append(_read_term(seg, partial.setdefault(seg.offset, {}), theta, rest.get(seg.offset, 0.0),
+                                           allow, deny, work))
+        if prune:
+            theta = _kth(partial, limit)
+    best = []
+    cut = theta * (1 - _MARGIN)
+    for part in partial.values():
+        for docnum in compress(part.keys(), map(cut.__le__, part.values())):
+            exact = 0.0
+            for term_reads in reads:
+                exact += sum(read.score(docnum) for read in term_reads)
+            best.append((docnum, exact))
+    best.sort(key=lambda item: (-item[1], item[0]))
+    return best[:limit]
+
+
+def _score_all(segments: list[_Segment], limit: int, allow: set[int] | None,
+               deny: set[int] | None) -> list[tuple[int, float]]:
+    """:func:`top_docs` by scoring every posting (faster for a few postings)."""
     scores: dict[int, float] = {}
-    k1p = k1 + 1
-    for seg in _segments(searcher, terms, field_b, k1):
+    for seg in segments:
         ids, weights = seg.postings()
         if seg.deleted:
             kept = [(d, w) for d, w in zip(ids, weights) if d not in seg.deleted]
             ids, weights = [d for d, _ in kept], [w for _, w in kept]
-        idf, norm, codes, boost, offset, get = seg.idf, seg.norm, seg.codes, seg.boost, seg.offset, scores.get
+        idf, norm, codes, boost, offset, k1p, get = seg.idf, seg.norm, seg.codes, seg.boost, seg.offset, seg.k1p, scores.get
         for docnum, tf in zip(ids, weights):
             s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
             if boost != 1.0:
@@ -45,6 +117,122 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     if deny:
         items = [(d, s) for d, s in items if d not in deny]
     return nlargest(limit, items, key=lambda item: (item[1], -item[0]))
+
+
+def _kth(partial: dict[int, dict[int, float]], limit: int) -> float:
+    """The ``limit``-th best score so far (-inf while fewer documents are known)."""
+    if sum(map(len, partial.values())) < limit:
+        return -math.inf
+    return nlargest(limit, chain.from_iterable(part.values() for part in partial.values()))[-1]
+
+
+def _read_term(seg: _Segment, partial: dict[int, float], theta: float, rest: float,
+               allow: set[int] | None, deny: set[int] | None, work: Work) -> _Read:
+    """Add one term's scores in one segment to ``partial``: every posting of a block that may
+    bring in a new document (its bound + ``rest`` may reach ``theta``); from any other block
+    only the known documents that can still reach ``theta``, and the other known documents in
+    its range leave ``partial``."""
+    read = _Read(seg)
+    scores, codes, offset, get = read.scores, seg.codes, seg.offset, partial.get
+    idf, k1p, norm, boost = seg.idf, seg.k1p, seg.norm, seg.boost
+    added: dict[int, float] = {}
+    dropped: list[int] = []
+    known: list[int] | None = None   # the documents in partial, sorted
+    low = -1                         # a block holds the segment's documents low+1 .. last
+    blocks = _Blocks(seg)
+    for n, last, bound in blocks:
+        if (bound + rest) * (1 + _MARGIN) >= theta:
+            ids, weights = read.add(last, *blocks.read())
+            work.blocks_read += 1
+            work.postings_read += n
+            for docnum, tf in zip(ids, weights):
+                s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
+                if boost != 1.0:
+                    s = s * boost
+                docnum += offset
+                partial[docnum] = get(docnum, 0.0) + s
+        else:
+            if known is None:
+                known = sorted(partial)
+            inside = known[bisect_right(known, low + offset):bisect_right(known, last + offset)]
+            need = [d for d in inside if (partial[d] + bound + rest) * (1 + _MARGIN) >= theta]
+            if len(need) < len(inside):
+                dropped.extend(set(inside).difference(need))
+            if need:
+                ids, weights = read.add(last, *blocks.read())
+                work.blocks_read += 1
+                work.postings_read += n
+                for d in need:
+                    i = bisect_left(ids, d - offset)
+                    if i < n and ids[i] == d - offset:
+                        added[d] = scores[weights[i], codes[d - offset]]
+            else:
+                work.blocks_skipped += 1
+                work.postings_skipped += n
+        low = last
+    partial.update(zip(added, map(add, map(get, added, repeat(0.0)), added.values())))
+    for d in dropped:
+        del partial[d]
+    for d in _ineligible(partial, seg, allow, deny):
+        del partial[d]
+    return read
+
+
+def _ineligible(partial: dict[int, float], seg: _Segment, allow: set[int] | None, deny: set[int] | None) -> set[int]:
+    """The documents of ``partial`` deleted in the segment, outside ``allow`` or in ``deny``."""
+    out: set[int] = set()
+    if seg.deleted:
+        out |= partial.keys() & {d + seg.offset for d in seg.deleted}
+    if allow is not None:
+        out |= partial.keys() - allow
+    if deny:
+        out |= partial.keys() & deny
+    return out
+
+
+class _Read:
+    """The blocks read of one term in one segment, to score any document in them again."""
+
+    def __init__(self, seg: _Segment) -> None:
+        self.seg = seg
+        self.scores = _TermScores(seg)
+        self.lasts: list[int] = []
+        self.blocks: list[tuple] = []
+
+    def add(self, last: int, ids, weights):
+        self.lasts.append(last)
+        self.blocks.append((ids, weights))
+        return ids, weights
+
+    def score(self, docnum: int) -> float:
+        """The term's score of ``docnum`` (0.0 when it is not in the blocks read)."""
+        local = docnum - self.seg.offset
+        b = bisect_left(self.lasts, local)
+        if local < 0 or b == len(self.lasts):
+            return 0.0
+        ids, weights = self.blocks[b]
+        i = bisect_left(ids, local)
+        if i == len(ids) or ids[i] != local:
+            return 0.0
+        return self.scores[weights[i], self.seg.codes[local]]
+
+
+class _TermScores(dict):
+    """``(weight, length code) -> score`` of one term in one segment, each pair computed once,
+    by the expression :func:`scores_of` evaluates (so the floats are the same)."""
+
+    def __init__(self, seg: _Segment) -> None:
+        super().__init__()
+        self.seg = seg
+
+    def __missing__(self, key: tuple[float, int]) -> float:
+        tf, code = key
+        seg = self.seg
+        s = seg.idf * ((tf * seg.k1p) / (tf + seg.norm[code]))
+        if seg.boost != 1.0:
+            s = s * seg.boost
+        self[key] = s
+        return s
 
 
 def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
@@ -88,9 +276,20 @@ class _Segment:
     idf: float
     norm: list[float]         # length code -> the length part of BM25's denominator
     boost: float
+    k1p: float                # k1 + 1
+    df: int = 0               # postings in the segment (deleted documents included)
+    bound: float = 0.0        # no posting of the term in the segment scores more
 
     def postings(self) -> tuple[list[int], list[float]]:
         return _postings(self.reader.postings(self.field, self.btext))  # type: ignore[attr-defined]
+
+    def bound_of(self, max_weight: float, min_length: int | None) -> float:
+        """The highest score of postings whose weights are at most ``max_weight`` and whose
+        documents are at least ``min_length`` long (BM25 grows with the weight and falls
+        with the length)."""
+        from whoosh.util.numeric import length_to_byte
+        s = self.idf * ((max_weight * self.k1p) / (max_weight + self.norm[length_to_byte(min_length or 0)]))
+        return s * self.boost if self.boost != 1.0 else s
 
 
 def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float],
@@ -111,8 +310,52 @@ def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
             if (field, btext) not in reader:
                 continue
             deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-            yield _Segment(reader, btext, field, offset, offset + reader.doc_count_all(), deleted,
-                           _length_codes(top, reader, field), idf, norm, boost)
+            seg = _Segment(reader, btext, field, offset, offset + reader.doc_count_all(), deleted,
+                           _length_codes(top, reader, field), idf, norm, boost, k1 + 1)
+            info = reader.term_info(field, btext)
+            seg.df, seg.bound = info.doc_frequency(), seg.bound_of(info.max_weight(), info.min_length())
+            yield seg
+
+
+class _Blocks:
+    """A term's postings in one segment, a block at a time: iterating gives each block's
+    ``(postings, last docnum, score bound)`` from its header, and :meth:`read` decodes the
+    current block's docnums and weights (whoosh3 blocks hold up to 128 postings; any other
+    posting list is one block bounded by the term's bound)."""
+
+    def __init__(self, seg: _Segment) -> None:
+        from whoosh.matching.wrappers import FilterMatcher
+        matcher = seg.reader.postings(seg.field, seg.btext)  # type: ignore[attr-defined]
+        if isinstance(matcher, FilterMatcher):  # the segment's deletions: left out by the caller
+            matcher = matcher.child
+        self.seg, self.matcher = seg, matcher
+        self.whoosh3 = all(hasattr(matcher, a) for a in ("_read_ids", "_read_weights", "_next_block",
+                                                         "_blocklength", "_maxid", "_maxweight", "_minlength",
+                                                         "_read_data", "_byteids"))
+        self.all: tuple[list[int], list[float]] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, int, float]]:
+        m, seg = self.matcher, self.seg
+        if not self.whoosh3:
+            self.all = _postings(m)
+            if self.all[0]:
+                yield len(self.all[0]), self.all[0][-1], seg.bound
+            return
+        while m.is_active():
+            yield m._blocklength, m._maxid, min(seg.bound, seg.bound_of(m._maxweight, m._minlength))
+            m._next_block()
+
+    def read(self):
+        if self.all is not None:
+            return self.all
+        m = self.matcher
+        if m._byteids:
+            m._read_ids()
+            m._read_weights()
+            return m._ids, m._weights
+        m._read_data()
+        m._read_weights()
+        return tuple(accumulate(m._data[0])), m._weights  # the ids are stored as gaps
 
 
 def _postings(matcher) -> tuple[list[int], list[float]]:

@@ -294,6 +294,7 @@ def _open_searcher(ix, tuning: Tuning):
     searcher = ix.searcher(weighting=weighting(tuning))
     try:
         for leaf, _ in searcher.reader().leaf_readers():
+            _remember_term_lookups(leaf)
             if leaf.doc_count_all():
                 for field in ("text", "keys", "summary"):
                     leaf.doc_field_length(0, field)
@@ -302,6 +303,31 @@ def _open_searcher(ix, tuning: Tuning):
         searcher.close()
         raise
     return searcher
+
+
+TERM_LOOKUPS_KEPT = 50_000  # per segment of an open searcher (a few MB at most)
+
+
+def _remember_term_lookups(leaf) -> None:
+    """Keep where each looked-up term is in a segment's term file. One query asks for the same
+    term several times (its document frequency, whether the segment holds it, its postings),
+    and successive queries share terms; each ask is a hash-table walk in Python over the file
+    (~230 per query at 100k memories). A segment never changes once written, so the answer
+    holds for the searcher's life."""
+    table = getattr(getattr(leaf, "_terms", None), "_tindex", None)
+    find = getattr(table, "ranges_for_key", None)
+    if find is None:
+        return  # another codec: nothing to remember
+    known: dict[bytes, list] = {}
+
+    def ranges_for_key(key):
+        found = known.get(key)
+        if found is None:
+            if len(known) >= TERM_LOOKUPS_KEPT:
+                known.clear()
+            found = known[key] = list(find(key))
+        return found
+    table.ranges_for_key = ranges_for_key
 
 
 def _next_gen(old: str | None) -> str:

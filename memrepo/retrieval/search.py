@@ -66,6 +66,7 @@ class _Warm:
         self.stats_file: int | None = None    # the statistics file's inode after the last search
         self.watch = None                      # a FolderWatch on the memory folders (a large vault, searched again)
         self.synced = False                    # a search has run here before
+        self.watched_look = False              # the last look at the working tree began under ``watch``
 
     def live_stats(self, vault: Vault):
         """The statistics, reopened when their file was removed or replaced meanwhile."""
@@ -205,9 +206,9 @@ def _tree_moved(vault: Vault, last: _Scan) -> bool:
     compared once more, so a change before it is the stamp's to see and one after it the
     watch's."""
     warm = _warm(vault)
-    if warm.watch is not None and warm.watch.dirs == last.dirs:
+    if warm.watch is not None and warm.watch.fd >= 0 and warm.watch.dirs == last.dirs:
         return warm.watch.moved() or git.index_stamp(vault.root) != last.stamp[0]
-    if warm.watch is not None:  # the folders changed since it began
+    if warm.watch is not None:  # the folders changed since it began (or it broke)
         warm.watch.close()
         warm.watch = None
     if warm.synced and last.dirs and last.stamp:
@@ -248,7 +249,7 @@ def _scan(vault: Vault) -> _Scan:
     return _Scan(paths, time.time(), time.monotonic() - start, files, dirs, stamp)
 
 
-def _scan_due(last: _Scan, moved: Callable[[], bool] | None = None) -> bool:
+def _scan_due(last: _Scan, moved: Callable[[], bool] | None = None, *, watched: bool = False) -> bool:
     """Whether to look at the working tree again for uncommitted edits.
 
     Commits are always seen at once (HEAD is compared on every search). Looking for
@@ -256,10 +257,14 @@ def _scan_due(last: _Scan, moved: Callable[[], bool] | None = None) -> bool:
     memories, ~270 ms at 100,000). Vaults of up to 2,000 memories look on every search. A
     larger one looks when its tree stamp moved (a file added, removed or replaced, git's
     index rewritten), and otherwise every 1-5 s (ten times the look's cost), which bounds how
-    long an edit written in place into an existing file stays unseen.
+    long an edit written in place into an existing file stays unseen. When ``watched`` (a
+    folder watch on a local filesystem that began before the last look: every change since
+    is reported, in-place edits included), it looks only when ``moved`` says so.
     """
     if last.files <= SCAN_ALWAYS_FILES:
         return True
+    if watched and moved is not None:
+        return moved()
     waited = time.time() - last.at
     if waited < 0 or waited >= min(SCAN_MAX_INTERVAL, max(SCAN_MIN_INTERVAL, SCAN_COST_FACTOR * last.cost)):
         return True
@@ -301,7 +306,14 @@ def _sync(vault: Vault) -> SyncReport:
         except MemrepoError:  # the indexed commit is gone (e.g. a new clone): start over
             return SyncReport(True, rebuild(vault), 0, "search index was for an unknown commit: rebuilt")
     last = _load_scan(vault)
-    scan = _scan(vault) if _scan_due(last, lambda: _tree_moved(vault, last)) else None
+    warm = _warm(vault)
+    watch = warm.watch
+    watched = warm.watched_look and watch is not None and watch.local and watch.dirs == last.dirs
+    scan = _scan(vault) if _scan_due(last, lambda: _tree_moved(vault, last), watched=watched) else None
+    if warm.watch is not watch:  # a new watch (or none): it has not seen a look begin yet
+        warm.watched_look = False
+    if scan is not None:  # every change after this look began is the watch's to report
+        warm.watched_look = warm.watch is not None and warm.watch.dirs == scan.dirs
     # Files dirty at the last look are re-read when they may have changed back or again.
     todo = changed | (scan.paths | last.paths if scan else set())
     if scan is not None:
