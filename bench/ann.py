@@ -1,7 +1,7 @@
 """Exact brute force vs the product's IVF index (and optionally usearch HNSW) at scale.
 
     nice -n 10 .venv/bin/python bench/ann.py [--n 100000] [--queries 200] [--bench ../shared/bench]
-        [--probes 0.02,0.05,0.1] [--sizes 10000,20000,50000] [--usearch]
+        [--probes 0.02,0.03,0.05] [--sizes 10000,20000,50000] [--usearch] [--no-random]
 
 The vectors are not random: the memories of the dev benchmarks (LoCoMo and MADial, read from
 ``--bench`` at run time) are encoded with the product's model and each of the ``--n``
@@ -121,12 +121,15 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
     sizes = np.diff(ivf.offsets)
     print(f"  list sizes: min {sizes.min()}, median {int(np.median(sizes))}, max {sizes.max()}")
     snap.ann_above = n
-    for probe in args.probes:
-        vectors.ANN_PROBE = probe
+    setting = (vectors.ANN_PROBE, vectors.ANN_PROBE_MIN)
+    for probe, least in [(p, 1) for p in args.probes] + [setting]:
+        vectors.ANN_PROBE, vectors.ANN_PROBE_MIN = probe, least
         cpu, found = timed(snap, queries, 30)
-        print(f"  IVF probe {probe:.0%} ({max(1, int(np.ceil(probe * len(ivf.centroids))))} lists): "
+        lists = max(least, int(np.ceil(probe * len(ivf.centroids))))
+        what = "the product's setting, " if (probe, least) == setting else ""
+        print(f"  IVF probe {what}{probe:.0%} of the lists{f', at least {least}' if least > 1 else ''} ({lists} lists): "
               + line("top-30", cpu) + f", recall@10 {recall(found, exact, 10):.3f}, recall@30 {recall(found, exact, 30):.3f}")
-    vectors.ANN_PROBE = args.probe
+    vectors.ANN_PROBE, vectors.ANN_PROBE_MIN = setting
     if args.usearch:
         hnsw(vecs, queries, [set(int(m[1:]) for m in e[:10]) for e in exact])
     # a compaction: COMPACT_AT + 1 changed memories appended, then one more apply that compacts
@@ -147,22 +150,30 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
         assert (after.ivf is not None) == with_index and not after.delta
         part = ""
         if with_index:
-            reuse, _ = cpu_ms(VectorStore._index, np.load(store.dir / f"{store.meta()['snapshot']}.vecs.npy", mmap_mode="r"),
-                              after.ids, s)
+            reuse, _ = cpu_ms(VectorStore._index, vecs, after.ids, s)  # same ids; the changed rows' old vectors
             part = f" (the index's part: keep {n - len(rows)} rows' lists, assign {len(rows)}: {reuse:.0f} ms)"
         print(f"  an add that compacts {vectors.COMPACT_AT + 1} delta lines into a new snapshot of {n} rows, "
               f"{'with' if with_index else 'without'} the index: CPU {ms:.0f} ms{part}")
+    load = ("import time; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore; "
+            f"c=time.process_time(); VectorStore(Path({str(store.dir)!r}), ann_above={n}).load(); "
+            "print(1000 * (time.process_time() - c))")
+    load_plain = [float(subprocess.run([sys.executable, "-c", load], capture_output=True, text=True,
+                                       check=True).stdout) for _ in range(3)]  # format 1, no index
+    store = write(store.dir, vecs, ann_above=n)  # the compaction above left a snapshot without the index
+    load_ivf = [float(subprocess.run([sys.executable, "-c", load], capture_output=True, text=True,
+                                     check=True).stdout) for _ in range(3)]
+    print(f"  a fresh process loads the vectors: CPU {statistics.median(load_plain):.0f} ms without the index, "
+          f"{statistics.median(load_ivf):.0f} ms with it (median of 3)")
     code = ("import sys,numpy as np; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore; "
             f"s=VectorStore(Path({str(store.dir)!r}), ann_above={n}).load(); q=np.load({str(tmp / 'q.npy')!r}); "
             "[s.top(v, 30, statuses={'active'}) for v in q]; "
             "print(peak())")
-    store = write(store.dir, vecs, ann_above=n)  # the compaction above left a snapshot without the index
     np.save(tmp / "q.npy", queries)
     base = "import numpy; from memrepo.retrieval.vectors import VectorStore; print(peak())"
     rss = int(subprocess.run([sys.executable, "-c", PEAK + code], capture_output=True, text=True, check=True).stdout)
     rss0 = int(subprocess.run([sys.executable, "-c", PEAK + base], capture_output=True, text=True, check=True).stdout)
     size = sum(p.stat().st_size for p in store.dir.iterdir())
-    index_size = (store.dir / f"{store.meta()['snapshot']}.ivf.npz").stat().st_size
+    index_size = (store.dir / f"{store.meta()['snapshot']}.ivf.npy").stat().st_size
     print(f"  vectors on disk {size / 1e6:.0f} MB (index {index_size / 1e6:.1f} MB); "
           f"a process that loads them and answers {len(queries)} queries through the index: "
           f"peak RSS {rss / 1024:.0f} MB ({(rss - rss0) / 1024:.0f} MB over numpy + memrepo imported)")
@@ -201,8 +212,8 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--noise", type=float, default=0.03, help="per-dimension noise (0.03: cosine ≈ 0.8 to the origin)")
-    ap.add_argument("--probes", type=lambda v: [float(x) for x in v.split(",")], default=[0.02, 0.05, 0.1],
-                    help="IVF probe shares to measure")
+    ap.add_argument("--probes", type=lambda v: [float(x) for x in v.split(",")], default=[0.02, 0.03, 0.05],
+                    help="IVF probe shares to measure (besides the product's setting)")
     ap.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=[10_000, 20_000, 50_000],
                     help="smaller snapshots whose exact scan is timed (where ann_above pays)")
     ap.add_argument("--usearch", action="store_true", help="also usearch HNSW (needs usearch installed)")
@@ -222,7 +233,6 @@ def main(argv=None) -> int:
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         cos = float(np.mean(np.einsum("ij,ij->i", vecs[:1000], centres[origin[:1000]])))
         print(json.dumps({"centres": len(centres), "mean cosine to origin": round(cos, 3)}))
-        args.probe = vectors.ANN_PROBE
         run("clustered", vecs, queries, tmp, args)
         if args.random:
             del vecs

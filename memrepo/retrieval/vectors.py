@@ -3,11 +3,12 @@
 Layout of ``<index_dir>/vectors``::
 
     meta.json                {"format", "model", "commit", "snapshot", "dirty"}
-    snap-000003.vecs.npy     float32 (N, 512) unit vectors, rows sorted by memory id
-    snap-000003.rows.npz     ids, content hashes, and the filter fields (subject, status,
-                             layer, kind) as codes
-    snap-000003.ivf.npz      the snapshot's ANN index (from ``ann_above`` rows on): k-means
-                             centroids and the rows grouped by nearest centroid
+    snap-000003.vecs.npy     float32 (N, 512) unit vectors: format 1, rows sorted by memory id;
+                             format 2 (a snapshot with an ANN index), rows grouped by IVF list
+    snap-000003.rows.npz     ids (sorted), content hashes, and the filter fields (subject,
+                             status, layer, kind) as codes; format 2: each id's matrix row and
+                             where each IVF list's rows start in the matrix
+    snap-000003.ivf.npy      format 2: the ANN index's k-means centroids, float32 (lists, 512)
     snap-000003.delta.jsonl  memories changed since the snapshot, appended one per line
                              (a vector in base64), or {"id", "deleted": true}
     write.lock               fcntl lock: one writer at a time
@@ -21,15 +22,18 @@ Vectors of another model or model version are thrown away and rebuilt.
 
 The nearest memories within a pool are exact (one product over the pool's rows) below
 ``ann_above`` snapshot rows and for narrow pools (a subject, a layer). A large snapshot with a
-wide pool is searched through an inverted-file index (IVF): about sqrt(N) k-means centroids
+wide pool is searched through an inverted-file index (IVF): 4 sqrt(N) k-means centroids
 (seeded, trained on a sample: the same rows give the same index), each row listed under its
 nearest centroid; a query scores the centroids, takes the rows of the nearest ``ANN_PROBE``
-share of the lists, applies the pool's filters to them and returns their exact cosines' top k
-(more lists when fewer than k survive). The index is written with its snapshot, before
+share of the lists (at least ``ANN_PROBE_MIN``), applies the pool's filters to them and returns their exact cosines' top k
+(more lists when fewer than k survive). A list is a contiguous run of the matrix, so a query
+reads its rows in place instead of copying them (at 100k rows, 10 % of the rows cost 13.7 ms
+of CPU gathered, 6.1 in place). The index is written with its snapshot, before
 ``meta.json`` flips to it; a compaction keeps the previous centroids and lists the rows it
 already had where they were (only rows new to the snapshot are assigned), a full rebuild
 trains anew. The delta is always scanned exactly. A snapshot without a readable index is
-searched exactly.
+searched exactly. Format 2 is written only for a snapshot with an index: a memrepo that knows
+format 1 alone takes it for vectors it cannot read and rebuilds them, never misreads them.
 """
 from __future__ import annotations
 
@@ -38,18 +42,19 @@ import json
 import math
 import os
 import re
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npformat
 
 from memrepo.retrieval import embed
 from memrepo.store.files import atomic_write
 from memrepo.store.lock import is_locked, locked
 
-FORMAT = 1
+FORMAT = 1                 # rows sorted by memory id
+FORMAT_IVF = 2             # rows grouped by IVF list (rows.npz maps each id to its row)
 COMPACT_AT = 2000          # delta lines before a new snapshot is written
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back", "")
 LOCK_WAIT_S = 10.0
@@ -59,8 +64,10 @@ _LOADED: dict[Path, tuple[tuple, Snapshot]] = {}
 _META: dict[Path, tuple[tuple, dict]] = {}  # per process, each vectors directory's meta.json and its stat
 GATHER_BELOW = 4           # a pool under 1/4 of the rows is gathered before the product, a wider one is not
 ANN_ABOVE = 20_000         # default [search] ann_above: snapshots of this many rows get an IVF index
-ANN_PROBE = 0.1            # share of the IVF lists a query reads (recall@10 vs exact: bench/ann.py)
-ANN_SAMPLE = 64            # training rows per list (k-means on a sample)
+ANN_LISTS = 4              # IVF lists per sqrt(rows) (at 100k: 1,265 lists of ~80 rows)
+ANN_PROBE = 0.03           # share of the lists a query reads (recall@10 vs exact: bench/ann.py) ...
+ANN_PROBE_MIN = 40         # ... and at least this many lists (at 20k rows 3 % read gave recall@10 0.94)
+ANN_SAMPLE = 16            # training rows per list (k-means on a sample)
 ANN_ITERS = 8              # k-means iterations
 ANN_SEED = 11
 ANN_RETRAIN = 4            # a compaction trains anew once the rows grew this many times since training
@@ -97,48 +104,42 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 @dataclass(frozen=True)
 class Ivf:
-    """A snapshot's inverted-file index: list ``j`` holds rows ``order[offsets[j]:offsets[j + 1]]``."""
+    """A snapshot's inverted-file index: list ``j`` is matrix rows ``offsets[j]:offsets[j + 1]``;
+    ``order`` gives each matrix row's id row (the position of its id in the sorted ids)."""
     centroids: np.ndarray  # (lists, DIM) float32 unit vectors
-    order: np.ndarray      # (rows,) int32: the snapshot's rows grouped by list
     offsets: np.ndarray    # (lists + 1,) int64
+    order: np.ndarray      # (rows,) int32
     trained_on: int        # rows of the snapshot the centroids were trained for
 
     @classmethod
     def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, trained_on: int) -> Ivf:
+        """Id rows grouped by their list (``labels``: each id row's list)."""
         order = np.argsort(labels, kind="stable").astype(np.int32)
         counts = np.bincount(labels, minlength=len(centroids))
-        return cls(centroids, order, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), trained_on)
+        return cls(centroids, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), order, trained_on)
 
     def labels(self) -> np.ndarray:
+        """Each id row's list."""
         out = np.empty(len(self.order), dtype=np.int32)
         out[self.order] = np.repeat(np.arange(len(self.centroids), dtype=np.int32), np.diff(self.offsets))
         return out
 
-    def rows(self, lists) -> np.ndarray:
-        """The rows of these lists, ascending (the matrix is read in file order)."""
-        parts = [self.order[self.offsets[j]:self.offsets[j + 1]] for j in lists]
-        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int32)
-
-    def save(self, path: Path) -> None:
-        with open(path, "wb") as fh:
-            np.savez(fh, centroids=self.centroids, order=self.order, offsets=self.offsets,
-                     trained_on=np.int64(self.trained_on))
-
     @classmethod
-    def read(cls, path: Path, rows: int) -> Ivf | None:
-        """The index in ``path`` if it is whole and fits a snapshot of ``rows`` rows, else None."""
+    def read(cls, path: Path, offsets: np.ndarray, matrix_row: np.ndarray, trained_on: int) -> Ivf | None:
+        """The index whose centroids are in ``path`` (a plain .npy: an .npz's checksums cost
+        ~9 ms per load at 100k) if they are whole and fit the snapshot's lists, else None."""
         try:
-            with np.load(path, allow_pickle=False) as z:
-                ivf = cls(z["centroids"], z["order"], z["offsets"], int(z["trained_on"]))
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            centroids = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
             return None
-        c, order, off = ivf.centroids, ivf.order, ivf.offsets
-        ok = (c.ndim == 2 and c.shape[1] == embed.DIM and c.dtype == np.float32 and len(c) > 0
-              and order.shape == (rows,) and order.dtype == np.int32 and off.shape == (len(c) + 1,)
-              and off.dtype == np.int64 and off[0] == 0 and off[-1] == rows and bool(np.all(np.diff(off) >= 0))
-              and (rows == 0 or (order.min() >= 0 and order.max() < rows
-                                 and bool(np.all(np.bincount(order, minlength=rows) == 1)))))
-        return ivf if ok else None
+        rows = len(matrix_row)
+        if not (isinstance(centroids, np.ndarray) and centroids.ndim == 2 and centroids.shape[1] == embed.DIM
+                and centroids.dtype == np.float32 and len(centroids) > 0 and offsets.shape == (len(centroids) + 1,)
+                and offsets[0] == 0 and offsets[-1] == rows and bool(np.all(np.diff(offsets) >= 0))):
+            return None
+        order = np.empty(rows, dtype=np.int32)
+        order[matrix_row] = np.arange(rows, dtype=np.int32)
+        return cls(centroids, offsets, order, trained_on)
 
 
 def _nearest_list(vecs: np.ndarray, centroids: np.ndarray) -> np.ndarray:
@@ -150,9 +151,9 @@ def _nearest_list(vecs: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 
 def _train(vecs: np.ndarray) -> np.ndarray:
-    """About sqrt(N) unit centroids: spherical k-means on a seeded sample of the rows."""
+    """``ANN_LISTS`` * sqrt(N) unit centroids: spherical k-means on a seeded sample of the rows."""
     n = len(vecs)
-    lists = max(1, round(math.sqrt(n)))
+    lists = max(1, min(n, round(ANN_LISTS * math.sqrt(n))))
     rng = np.random.default_rng(ANN_SEED)
     sample = np.asarray(vecs[np.sort(rng.choice(n, size=min(n, ANN_SAMPLE * lists), replace=False))])
     centroids = sample[rng.choice(len(sample), size=lists, replace=False)].copy()
@@ -169,8 +170,9 @@ class Snapshot:
     """One loaded state: the snapshot's rows (memory-mapped) plus the delta applied on top."""
 
     def __init__(self, vecs: np.ndarray, ids: np.ndarray, hashes: np.ndarray, codes: dict[str, np.ndarray],
-                 vocab: dict[str, list[str]]) -> None:
+                 vocab: dict[str, list[str]], matrix_row: np.ndarray | None = None) -> None:
         self.vecs, self.ids, self.hashes, self.codes, self.vocab = vecs, ids, hashes, codes, vocab
+        self.matrix_row = matrix_row  # the matrix row of each id row (None: the same row)
         self.alive = np.ones(len(ids), dtype=bool)
         self.delta: dict[str, tuple[VecDocMeta | None, np.ndarray | None]] = {}
         self.delta_lines = 0
@@ -185,6 +187,10 @@ class Snapshot:
                    {k: [] for k in ("subject", "status", "layer", "kind")})
 
     # ---- lookups -------------------------------------------------------------------
+    def _m(self, rows):
+        """The matrix rows of these id rows."""
+        return rows if self.matrix_row is None else self.matrix_row[rows]
+
     def _row(self, memory_id: str) -> int:
         i = int(np.searchsorted(self.ids, memory_id))
         return i if i < len(self.ids) and self.ids[i] == memory_id and self.alive[i] else -1
@@ -194,7 +200,7 @@ class Snapshot:
             meta, vec = self.delta[memory_id]
             return None if meta is None else vec
         i = self._row(memory_id)
-        return None if i < 0 else self.vecs[i]
+        return None if i < 0 else self.vecs[self._m(i)]
 
     def hash_of(self, memory_id: str) -> str | None:
         if memory_id in self.delta:
@@ -209,11 +215,11 @@ class Snapshot:
             if meta is not None and meta.hash == text_hash:
                 return vec
         rows = np.flatnonzero(self.hashes == text_hash) if len(self.hashes) else ()
-        return self.vecs[rows[0]] if len(rows) else None
+        return self.vecs[self._m(rows[0])] if len(rows) else None
 
     def cache(self) -> dict[str, np.ndarray]:
         """Every stored vector by content hash (what a rebuild reuses)."""
-        out = {str(h): self.vecs[i] for i, h in enumerate(self.hashes)}
+        out = {str(h): self.vecs[self._m(i)] for i, h in enumerate(self.hashes)}
         out.update({m.hash: v for m, v in self.delta.values() if m is not None})
         return out
 
@@ -224,7 +230,7 @@ class Snapshot:
     def items(self) -> Iterator[tuple[str, VecDocMeta, np.ndarray]]:
         for i in np.flatnonzero(self.alive):
             yield str(self.ids[i]), VecDocMeta(str(self.hashes[i]), *(self.vocab[k][self.codes[k][i]]
-                                                                  for k in ("subject", "status", "layer", "kind"))), self.vecs[i]
+                                                                  for k in ("subject", "status", "layer", "kind"))), self.vecs[self._m(i)]
         for mid, (meta, vec) in self.delta.items():
             if meta is not None:
                 yield mid, meta, vec
@@ -267,20 +273,24 @@ class Snapshot:
         return bound * GATHER_BELOW >= len(self.ids)
 
     def _ann(self, q: np.ndarray, k: int, filters: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosines) of the pool's rows in the lists nearest ``q``: ``ANN_PROBE`` of the
-        lists, doubled until at least ``k`` rows of the pool are among them (or all are read)."""
+        """(id rows, cosines) of the pool's rows in the lists nearest ``q``: ``ANN_PROBE`` of the
+        lists (``ANN_PROBE_MIN`` at least), doubled until at least ``k`` rows of the pool are among them (or all are read).
+        Each list is a run of the matrix, multiplied in place."""
         ivf = self.ivf
         assert ivf is not None
         ranked = np.argsort(-(ivf.centroids @ q), kind="stable")
-        probe, read = max(1, math.ceil(ANN_PROBE * len(ranked))), 0
+        probe, read = max(ANN_PROBE_MIN, math.ceil(ANN_PROBE * len(ranked))), 0
         rows_parts, sims_parts, found = [], [], 0
         while read < len(ranked):
-            rows = ivf.rows(ranked[read:probe])
-            rows = rows[self._mask(*filters, rows=rows)]
-            if len(rows):
-                rows_parts.append(rows)
-                sims_parts.append(self.vecs[rows] @ q)
-                found += len(rows)
+            runs = [(int(ivf.offsets[j]), int(ivf.offsets[j + 1])) for j in np.sort(ranked[read:probe])]
+            runs = [(a, b) for a, b in runs if b > a]
+            if runs:
+                rows = np.concatenate([ivf.order[a:b] for a, b in runs])
+                sims = np.concatenate([self.vecs[a:b] @ q for a, b in runs])
+                keep = self._mask(*filters, rows=rows)
+                rows_parts.append(rows[keep])
+                sims_parts.append(sims[keep])
+                found += int(keep.sum())
             read, probe = probe, probe * 2
             if found >= k:
                 break
@@ -306,8 +316,8 @@ class Snapshot:
                 # a narrow pool (a subject) gathers its rows; a wide one (every active memory
                 # but a few) takes one pass over the matrix and drops the rest: gathering 97 % of
                 # 100k rows copied 200 MB per query and cost 130-150 ms of CPU instead of 28-30
-                sims = (self.vecs[rows] @ q if len(rows) * GATHER_BELOW < len(self.ids) else (self.vecs @ q)[rows]) \
-                    if len(rows) else np.zeros(0, dtype=np.float32)
+                sims = (self.vecs[self._m(rows)] @ q if len(rows) * GATHER_BELOW < len(self.ids)
+                        else (self.vecs @ q)[self._m(rows)]) if len(rows) else np.zeros(0, dtype=np.float32)
         if len(rows):
             take = min(k, len(rows))
             best = np.argpartition(-sims, take - 1)[:take]
@@ -367,7 +377,7 @@ class VectorStore:
     def ready(self) -> bool:
         """True when vectors of this model and format are present (they may lag HEAD: see ``commit``)."""
         m = self.meta()
-        return (m.get("format") == FORMAT and m.get("model") == self.model
+        return (m.get("format") in (FORMAT, FORMAT_IVF) and m.get("model") == self.model
                 and isinstance(m.get("snapshot"), str) and re.fullmatch(r"snap-\d+", m["snapshot"]) is not None
                 and (self.dir / f"{m['snapshot']}.vecs.npy").exists())
 
@@ -416,10 +426,12 @@ class VectorStore:
             hashes = z["hashes"]
             codes = {k: z[f"c_{k}"] for k in ("subject", "status", "layer", "kind")}
             vocab = {k: z[f"v_{k}"].tolist() for k in ("subject", "status", "layer", "kind")}
-        s = Snapshot(vecs, ids, hashes, codes, vocab)
+            layout = (z["matrix_row"], z["list_offsets"], int(z["trained_on"])) if m["format"] == FORMAT_IVF else None
+        s = Snapshot(vecs, ids, hashes, codes, vocab, layout[0] if layout else None)
         s.ann_above = self.ann_above
-        if (self.dir / f"{snap}.ivf.npz").exists():
-            s.ivf = Ivf.read(self.dir / f"{snap}.ivf.npz", len(ids))  # unreadable: searched exactly
+        if layout is not None and (self.dir / f"{snap}.ivf.npy").exists():
+            matrix_row, offsets, trained_on = layout
+            s.ivf = Ivf.read(self.dir / f"{snap}.ivf.npy", offsets, matrix_row, trained_on)  # unreadable: exact
         if delta.exists():
             for line in delta.read_text(encoding="utf-8").splitlines():
                 try:
@@ -519,13 +531,25 @@ class VectorStore:
         n = int(old.split("-")[1]) + 1 if isinstance(old, str) and re.fullmatch(r"snap-\d+", old) else 1
         snap = f"snap-{n:06d}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / f"{snap}.ivf.npz").unlink(missing_ok=True)  # left by a write that crashed
+        (self.dir / f"{snap}.ivf.npy").unlink(missing_ok=True)  # left by a write that crashed
         vecs = np.zeros((len(entries), embed.DIM), dtype=np.float32)
         for i, (_, _, v) in enumerate(entries):
             vecs[i] = v
-        np.save(self.dir / f"{snap}.vecs.npy", vecs)
         arrays = {"ids": np.array([e[0] for e in entries], dtype=str),
                   "hashes": np.array([e[1].hash for e in entries], dtype=str)}
+        ivf = self._index(vecs, arrays["ids"], previous) if len(entries) >= self.ann_above else None
+        if ivf is None:
+            np.save(self.dir / f"{snap}.vecs.npy", vecs)
+        else:  # the matrix in list order, written a chunk at a time (no second copy in memory)
+            out = npformat.open_memmap(self.dir / f"{snap}.vecs.npy", mode="w+", dtype=np.float32, shape=vecs.shape)
+            for start in range(0, len(vecs), _CHUNK):
+                out[start:start + _CHUNK] = vecs[ivf.order[start:start + _CHUNK]]
+            out.flush()
+            del out
+            arrays["matrix_row"] = np.empty(len(vecs), dtype=np.int32)
+            arrays["matrix_row"][ivf.order] = np.arange(len(vecs), dtype=np.int32)
+            arrays["list_offsets"] = ivf.offsets
+            arrays["trained_on"] = np.array(ivf.trained_on, dtype=np.int64)
         for field in ("subject", "status", "layer", "kind"):
             values = [getattr(e[1], field) for e in entries]
             vocab = sorted(set(values))
@@ -534,10 +558,10 @@ class VectorStore:
             arrays[f"v_{field}"] = np.array(vocab, dtype=str)
         with open(self.dir / f"{snap}.rows.npz", "wb") as fh:
             np.savez(fh, **arrays)
-        if len(entries) >= self.ann_above:
-            self._index(vecs, arrays["ids"], previous).save(self.dir / f"{snap}.ivf.npz")
+        if ivf is not None:
+            np.save(self.dir / f"{snap}.ivf.npy", ivf.centroids)
         _atomic_write(self.dir / "meta.json", json.dumps(
-            {"format": FORMAT, "model": self.model, "commit": commit, "snapshot": snap, "dirty": dirty}).encode())
+            {"format": FORMAT if ivf is None else FORMAT_IVF, "model": self.model, "commit": commit, "snapshot": snap, "dirty": dirty}).encode())
         for path in self.dir.glob("snap-*"):
             if not path.name.startswith(snap + "."):
                 path.unlink(missing_ok=True)
