@@ -176,9 +176,10 @@ def test_only_embed_imports_the_embedding_model():
     assert owners("threadpoolctl") == {"memrepo.retrieval.embed"}
 
 
-def test_only_vectors_and_embed_import_numpy():
-    """numpy: the vector matrix (vectors) and the cache of the unpacked model (embed)."""
-    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed"}
+def test_only_vectors_embed_and_collect_import_numpy():
+    """numpy: the vector matrix (vectors), the cache of the unpacked model (embed) and the
+    scoring of common terms' postings in bulk (collect)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed", "memrepo.retrieval.collect"}
 
 
 def test_only_sqlite_owners_import_sqlite():

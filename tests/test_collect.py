@@ -58,11 +58,23 @@ terms_st = st.lists(st.tuples(st.sampled_from(("text", "text", "keys")), st.samp
                               st.sampled_from((1.0, 0.3, 1.693, 6.0))), min_size=1, max_size=6)
 
 
-@pytest.mark.parametrize("small", [collect._SMALL, 0], ids=["default", "bounded"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(terms=terms_st, limit=st.integers(1, 40), allow_mod=st.integers(0, 3), deny_mod=st.integers(0, 5))
-def test_top_docs_are_whooshs_top_docs(searcher, monkeypatch, small, terms, limit, allow_mod, deny_mod):
+# the three ways top_docs scores: (postings up to which all are scored in Python, postings of
+# every term above which all are scored with numpy); by default a few hundred postings (this
+# small index) are scored in Python
+WAYS = {"default": (collect._SMALL, collect._COMMON), "bounded": (0, 10**9), "arrays": (0, 0)}
+
+
+def _score_by(monkeypatch, way: str) -> None:
+    small, common = WAYS[way]
     monkeypatch.setattr(collect, "_SMALL", small)
+    monkeypatch.setattr(collect, "_COMMON", common)
+
+
+@pytest.mark.parametrize("way", list(WAYS))
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=terms_st, limit=st.integers(1, 40), allow_mod=st.integers(0, 3), deny_mod=st.integers(0, 5))
+def test_top_docs_are_whooshs_top_docs(searcher, monkeypatch, way, terms, limit, allow_mod, deny_mod):
+    _score_by(monkeypatch, way)
     n = searcher.doc_count_all()
     allow = None if not allow_mod else {d for d in range(n) if d % (allow_mod + 1)}
     deny = None if not deny_mod else {d for d in range(n) if d % (deny_mod + 3) == 0}
@@ -144,11 +156,17 @@ def big_index(tmp_path_factory):
     ix.close()
 
 
+@pytest.fixture(params=["bounded", "arrays"])
+def big(request, big_index, monkeypatch):
+    """The big index, scored with bounds or with numpy at any size (by default a few thousand
+    postings are simply all scored in Python)."""
+    _score_by(monkeypatch, request.param)
+    return big_index
+
+
 @pytest.fixture
-def big(big_index, monkeypatch):
-    """The big index, with bounds used at any size (by default a few thousand postings are
-    simply all scored)."""
-    monkeypatch.setattr(collect, "_SMALL", 0)
+def bounded(big_index, monkeypatch):
+    _score_by(monkeypatch, "bounded")
     return big_index
 
 
@@ -181,12 +199,26 @@ def test_top_docs_are_exactly_the_exhaustive_top_docs(big, terms, limit, allow_m
     [("text", "zebra", 1.0), ("text", "often", 1.0), ("text", "common", 1.0)],
     [("text", "common", 1.0), ("keys", "proj", 6.0), ("text", "zebra", 1.693)],
 ])
-def test_a_rare_term_spares_reading_most_of_a_common_one(big, terms):
+def test_a_rare_term_spares_reading_most_of_a_common_one(bounded, terms):
     work = Work()
-    got = top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 3, work=work)
-    assert got == _exhaustive(big, terms, None, None, 3)
+    got = top_docs(bounded, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 3, work=work)
+    assert got == _exhaustive(bounded, terms, None, None, 3)
     assert work.blocks_skipped > work.blocks_read
-    assert work.postings_read + work.postings_skipped == sum(big.doc_frequency(f, t) for f, t, _ in terms)
+    assert work.postings_read + work.postings_skipped == sum(bounded.doc_frequency(f, t) for f, t, _ in terms)
+
+
+def test_common_terms_only_are_scored_in_bulk(big_index, monkeypatch):
+    # the choice at 25 times this index's size: a rare term bounds, common terms alone are all read
+    monkeypatch.setattr(collect, "_COMMON", collect._COMMON // 25)
+    rare, common = Work(), Work()
+    top_docs(big_index, [("text", "zebra", 1.0), ("text", "common", 1.0), ("text", "often", 1.0)],
+             field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 3, work=rare)
+    assert rare.way == "bounded" and rare.blocks_skipped
+    terms = [("text", "common", 1.0), ("text", "often", 1.0)]
+    got = top_docs(big_index, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 30, work=common)
+    assert got == _exhaustive(big_index, terms, None, None, 30)
+    assert common.way == "arrays"
+    assert (common.blocks_skipped, common.postings_read) == (0, sum(big_index.doc_frequency(f, t) for f, t, _ in terms))
 
 
 def test_ties_at_the_last_place_go_to_the_lower_document_number(big):

@@ -24,7 +24,9 @@ _LENGTHS = "_memrepo_lengths"  # per-searcher cache of decoded field lengths
 
 @dataclass
 class Work:
-    """What :func:`top_docs` read: posting blocks decoded, and those it could skip unread."""
+    """What :func:`top_docs` read: posting blocks decoded, and those it could skip unread, and
+    how it scored them: ``"all"`` (a few postings), ``"bounded"`` or ``"arrays"`` (common terms only)."""
+    way: str = ""
     blocks_read: int = 0
     blocks_skipped: int = 0
     postings_read: int = 0
@@ -33,6 +35,7 @@ class Work:
 
 _MARGIN = 1e-6  # relative slack on every bound test (see top_docs)
 _SMALL = 4096   # postings up to which scoring them all is faster than bounding them
+_COMMON = 4096  # postings above which, for every term, all are scored at once (numpy)
 
 
 def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
@@ -53,15 +56,30 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     dropped). Every bound test has a relative slack of ``_MARGIN`` (weights are stored as
     float32, and sums in another order differ in the last bits), so a document that might tie
     the last place is always scored. The scores returned are the per-term scores summed in
-    the order of ``terms``: what :func:`scores_of` gives, to the last bit."""
+    the order of ``terms``: what :func:`scores_of` gives, to the last bit.
+
+    Bounds only pay when a term is rare next to the others. When every term is common (each
+    in more than ``_COMMON`` postings: a query made of common words) the top documents hold
+    them all and the block bounds stay above ``theta``, so every posting is read anyway: they
+    are then scored in bulk with numpy (:func:`_score_arrays`, the same floats); a few postings
+    in all (up to ``_SMALL``) are simply scored one by one (:func:`_score_all`)."""
     if limit <= 0:
         return []
     work = work if work is not None else Work()
     terms = list(terms)
     slots = [(i, segs) for i, segs in ((i, list(_segments(searcher, [term], field_b, k1)))
                                        for i, term in enumerate(terms)) if segs]
-    if sum(seg.df for _, segs in slots for seg in segs) <= _SMALL:
+    sizes = [sum(seg.df for seg in segs) for _, segs in slots]
+    if sum(sizes) <= _SMALL:
+        work.way = "all"
         return _score_all([seg for _, segs in slots for seg in segs], limit, allow, deny)
+    work.way = "arrays" if min(sizes) > _COMMON else "bounded"
+    if work.way == "arrays":
+        # a block's bound (its highest weight over its shortest length, two different postings)
+        # stays above theta: measured at 100k, not one block of two common terms could be skipped
+        # even knowing the final theta (bench/RESULTS.md, "Candidate collection at 100k")
+        return _score_arrays(searcher.get_parent().doc_count_all(), [seg for _, segs in slots for seg in segs],
+                             limit, allow, deny, work)
     # bounds need scores >= 0; otherwise (never with BM25 and a boost >= 0) read everything
     prune = all(seg.idf >= 0 and seg.boost >= 0 for _, segs in slots for seg in segs)
     # rarest first: the cheap terms are read in full and set theta for the common ones
@@ -117,6 +135,50 @@ def _score_all(segments: list[_Segment], limit: int, allow: set[int] | None,
     if deny:
         items = [(d, s) for d, s in items if d not in deny]
     return nlargest(limit, items, key=lambda item: (item[1], -item[0]))
+
+
+def _score_arrays(n: int, segments: list[_Segment], limit: int, allow: set[int] | None,
+                  deny: set[int] | None, work: Work) -> list[tuple[int, float]]:
+    """:func:`top_docs` by scoring every posting with numpy: the same float operations in the
+    same order as :func:`_score_all` (IEEE double arithmetic, element by element; each
+    document's scores added in the order of the terms), a few times faster on common terms."""
+    import numpy as np
+    total = np.zeros(n)
+    found = np.zeros(n, dtype=bool)
+    for seg in segments:
+        blocks = _Blocks(seg)
+        id_blocks, weight_blocks = [], []
+        for count, _, _ in blocks:
+            ids, weights = blocks.read()
+            id_blocks.append(ids)
+            weight_blocks.append(weights)
+            work.blocks_read += 1
+            work.postings_read += count
+        ids = np.fromiter(chain.from_iterable(id_blocks), np.int64)
+        tf = np.fromiter(chain.from_iterable(weight_blocks), np.float64)
+        if seg.deleted:
+            kept = ~np.isin(ids, np.fromiter(seg.deleted, np.int64))
+            ids, tf = ids[kept], tf[kept]
+        codes = np.frombuffer(seg.codes, np.uint8)
+        s = seg.idf * ((tf * seg.k1p) / (tf + np.asarray(seg.norm)[codes[ids]]))
+        if seg.boost != 1.0:
+            s = s * seg.boost
+        docnums = ids + seg.offset
+        total[docnums] += s   # a term's postings name each document once
+        found[docnums] = True
+    if allow is not None:
+        allowed = np.zeros(n, dtype=bool)
+        allowed[np.fromiter((d for d in allow if 0 <= d < n), np.int64)] = True
+        found &= allowed
+    if deny:
+        found[np.fromiter((d for d in deny if 0 <= d < n), np.int64)] = False
+    docnums = np.flatnonzero(found)
+    if len(docnums) > limit:  # the limit-th best score, and every document that ties it
+        scores = total[docnums]
+        docnums = docnums[scores >= np.partition(scores, len(scores) - limit)[len(scores) - limit]]
+    scores = total[docnums]
+    order = np.lexsort((docnums, -scores))[:limit]
+    return [(int(docnums[i]), float(scores[i])) for i in order]
 
 
 def _kth(partial: dict[int, dict[int, float]], limit: int) -> float:
