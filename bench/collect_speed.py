@@ -12,14 +12,15 @@ machine may be shared). Two kinds of query, as text:
 * **agents**: what ``bench/agents.py`` asks, the first three words (longer than two letters) of
   a random memory's summary: an entity plus two words;
 * **rare plus common** (``top_docs`` alone): an agent query's searched terms joined with a common
-  one's, as when feedback terms or exact keys join common words.
+  one's, as when feedback terms or exact keys join common words; and **one rare, one common**:
+  the rarest of the former with the first of the latter.
 
 Each query is run once through ``api.search`` to record the ``top_docs`` calls the ranking makes
-(terms, pool size, filter, mask). Then, alternating per call, three ways of scoring,
-``--rounds`` times: *default* (what ``top_docs`` chooses: a few postings one by one, only
-common terms in bulk with numpy, otherwise MaxScore bounds), *bounded* (the bounds wherever
-there are more than a few postings) and *all_postings* (every posting decoded and scored one by
-one in Python: the algorithm before the bounds, same code). Reported: the CPU of ``top_docs``
+(terms, pool size, filter, mask). Then, alternating per call, four ways of scoring,
+``--rounds`` times: *default* (what ``top_docs`` chooses: a few postings one by one, MaxScore
+bounds when one term is common and the others rare, otherwise all in bulk with numpy), *bounded* and
+*arrays* (those two wherever there are more postings than a few) and *all_postings* (every
+posting decoded and scored one by one in Python: the algorithm before, same code). Reported: the CPU of ``top_docs``
 alone and of the whole ``api.search``, p50/p95 per way; the blocks read and skipped; which way
 the default chose; and a check that all ways return the same documents with the same scores
 (the run fails otherwise).
@@ -78,14 +79,14 @@ def agent_queries(searcher, count: int, seed: int = 7) -> list[str]:
 
 
 def _modes() -> dict[str, tuple[int, int]]:
-    """Each way of scoring: (postings up to which all are scored in Python, postings of every
-    term above which all are scored with numpy)."""
+    """Each way of scoring: (postings in all up to which they are scored one by one, how many
+    times the other terms' postings the commonest needs for bounds, else numpy)."""
     from memrepo.retrieval import collect
-    small, common = collect._SMALL, collect._COMMON
-    return {"default": (small, common), "bounded": (small, sys.maxsize), "all_postings": (sys.maxsize, common)}
+    return {"default": (collect._SMALL, collect._SKEW), "bounded": (0, 0), "arrays": (0, sys.maxsize),
+            "all_postings": (sys.maxsize, 0)}
 
 
-def mixed_calls(vault, rare_queries: list[str], common_queries: list[str]) -> list[tuple]:
+def mixed_calls(vault, rare_queries: list[str], common_queries: list[str]) -> tuple[list[tuple], list[tuple]]:
     """``top_docs`` calls of a rare query's terms plus a common query's (what the ranking asks
     when feedback or exact keys join common words): the case the bounds are for."""
     from memrepo import api
@@ -103,13 +104,17 @@ def mixed_calls(vault, rare_queries: list[str], common_queries: list[str]) -> li
     finally:
         collect.top_docs = top_docs
     rare, common = calls[:len(rare_queries)], calls[len(rare_queries):]
-    return [((r[0][0], list(r[0][1]) + list(c[0][1]), *r[0][2:]), r[1]) for r, c in zip(rare, common)]
+    joined = [((r[0][0], list(r[0][1]) + list(c[0][1]), *r[0][2:]), r[1]) for r, c in zip(rare, common)]
+    # the rarest term of the one, the first of the other
+    pairs = [((r[0][0], [min(r[0][1], key=lambda t: r[0][0].doc_frequency(t[0], t[1])), c[0][1][0]], *r[0][2:]), r[1])
+             for r, c in zip(rare, common)]
+    return joined, pairs
 
 
 def time_calls(calls: list[tuple], rounds: int) -> dict:
     """CPU of the given ``top_docs`` calls, each way (the results must agree)."""
     from memrepo.retrieval import collect
-    small, common = collect._SMALL, collect._COMMON
+    small, skew = collect._SMALL, collect._SKEW
     modes = _modes()
     cpu: dict[str, list[float]] = {m: [] for m in modes}
     skipped = read = 0
@@ -117,7 +122,7 @@ def time_calls(calls: list[tuple], rounds: int) -> dict:
         for args, kwargs in calls:
             got = {}
             for mode in (modes if r % 2 == 0 else reversed(list(modes))):
-                collect._SMALL, collect._COMMON = modes[mode]
+                collect._SMALL, collect._SKEW = modes[mode]
                 w = collect.Work()
                 t = time.process_time()
                 got[mode] = collect.top_docs(*args, **kwargs, work=w)
@@ -126,7 +131,7 @@ def time_calls(calls: list[tuple], rounds: int) -> dict:
                     skipped, read = skipped + w.postings_skipped, read + w.postings_read
             if any(g != got["all_postings"] for g in got.values()):
                 raise SystemExit(f"bench: top_docs differs between modes for terms {args[1]}")
-    collect._SMALL, collect._COMMON = small, common
+    collect._SMALL, collect._SKEW = small, skew
     return {"calls": len(calls), "rounds": rounds, "default_postings_read": read, "default_postings_skipped": skipped,
             **{f"{mode}_top_docs": summary(xs) for mode, xs in cpu.items()}}
 
@@ -134,7 +139,7 @@ def time_calls(calls: list[tuple], rounds: int) -> dict:
 def measure(vault, queries: list[str], rounds: int) -> dict:
     from memrepo import api
     from memrepo.retrieval import collect
-    top_docs, small, common = collect.top_docs, collect._SMALL, collect._COMMON
+    top_docs, small, skew = collect.top_docs, collect._SMALL, collect._SKEW
     calls = []
 
     def record(*args, **kwargs):
@@ -158,7 +163,7 @@ def measure(vault, queries: list[str], rounds: int) -> dict:
         for args, kwargs in calls:
             got = {}
             for mode in order:
-                collect._SMALL, collect._COMMON = modes[mode]
+                collect._SMALL, collect._SKEW = modes[mode]
                 w = collect.Work()
                 t = time.process_time()
                 got[mode] = top_docs(*args, **kwargs, work=w)
@@ -173,14 +178,14 @@ def measure(vault, queries: list[str], rounds: int) -> dict:
         for q in queries:
             hits = {}
             for mode in order:
-                collect._SMALL, collect._COMMON = modes[mode]
+                collect._SMALL, collect._SKEW = modes[mode]
                 t = time.process_time()
                 result, _ = api.search(vault, q)
                 cpu[mode]["search"].append(time.process_time() - t)
                 hits[mode] = [(h.id, h.score) for h in result.hits]
             if any(h != hits["all_postings"] for h in hits.values()):
                 raise SystemExit(f"bench: search results differ between modes for {q!r}")
-    collect._SMALL, collect._COMMON = small, common
+    collect._SMALL, collect._SKEW = small, skew
     return {"queries": len(queries), "top_docs_calls": len(calls), "rounds": rounds,
             "postings_per_call_p50": statistics.median(
                 [sum(args[0].doc_frequency(f, t) for f, t, _ in args[1]) for args, _ in calls]) if calls else 0,
@@ -225,7 +230,8 @@ def main() -> None:
            "common_words": {"queries": common, "left_out": [q for q in COMMON if q not in common],
                             "document_frequencies": dfs, **measure(vault, common, args.rounds)},
            "agents": {"examples": agents[:5], **measure(vault, agents, args.rounds)},
-           "rare_plus_common": time_calls(mixed_calls(vault, agents[:len(common)], common), args.rounds)}
+           **dict(zip(("rare_plus_common", "one_rare_one_common"),
+                      (time_calls(calls, args.rounds) for calls in mixed_calls(vault, agents[:len(common)], common))))}
     out["cpu_seconds"] = round(time.process_time() - cpu0, 1)
     out["wall_seconds"] = round(time.perf_counter() - wall0, 1)
     out["loadavg"] = {"start": [round(x, 2) for x in load0], "end": [round(x, 2) for x in os.getloadavg()]}

@@ -58,16 +58,16 @@ terms_st = st.lists(st.tuples(st.sampled_from(("text", "text", "keys")), st.samp
                               st.sampled_from((1.0, 0.3, 1.693, 6.0))), min_size=1, max_size=6)
 
 
-# the three ways top_docs scores: (postings up to which all are scored in Python, postings of
-# every term above which all are scored with numpy); by default a few hundred postings (this
-# small index) are scored in Python
-WAYS = {"default": (collect._SMALL, collect._COMMON), "bounded": (0, 10**9), "arrays": (0, 0)}
+# the three ways top_docs scores: (postings in all up to which they are scored one by one, how
+# many times the other terms' postings the commonest needs for bounds, else numpy); by default
+# a few hundred postings (this small index) are scored one by one
+WAYS = {"default": (collect._SMALL, collect._SKEW), "bounded": (0, 0), "arrays": (0, 10**9)}
 
 
 def _score_by(monkeypatch, way: str) -> None:
-    small, common = WAYS[way]
+    small, skew = WAYS[way]
     monkeypatch.setattr(collect, "_SMALL", small)
-    monkeypatch.setattr(collect, "_COMMON", common)
+    monkeypatch.setattr(collect, "_SKEW", skew)
 
 
 @pytest.mark.parametrize("way", list(WAYS))
@@ -208,10 +208,11 @@ def test_a_rare_term_spares_reading_most_of_a_common_one(bounded, terms):
 
 
 def test_common_terms_only_are_scored_in_bulk(big_index, monkeypatch):
-    # the choice at 25 times this index's size: a rare term bounds, common terms alone are all read
-    monkeypatch.setattr(collect, "_COMMON", collect._COMMON // 25)
+    # the choice (past a few postings, fewer here than at scale): a common term next to rare
+    # ones is bounded, two common terms are all read
+    monkeypatch.setattr(collect, "_SMALL", 1000)
     rare, common = Work(), Work()
-    top_docs(big_index, [("text", "zebra", 1.0), ("text", "common", 1.0), ("text", "often", 1.0)],
+    top_docs(big_index, [("text", "zebra", 1.0), ("text", "common", 1.0)],
              field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, 3, work=rare)
     assert rare.way == "bounded" and rare.blocks_skipped
     terms = [("text", "common", 1.0), ("text", "often", 1.0)]

@@ -25,7 +25,7 @@ _LENGTHS = "_memrepo_lengths"  # per-searcher cache of decoded field lengths
 @dataclass
 class Work:
     """What :func:`top_docs` read: posting blocks decoded, and those it could skip unread, and
-    how it scored them: ``"all"`` (a few postings), ``"bounded"`` or ``"arrays"`` (common terms only)."""
+    how it scored them: ``"all"`` (a few postings), ``"bounded"`` (one common term) or ``"arrays"``."""
     way: str = ""
     blocks_read: int = 0
     blocks_skipped: int = 0
@@ -34,8 +34,8 @@ class Work:
 
 
 _MARGIN = 1e-6  # relative slack on every bound test (see top_docs)
-_SMALL = 4096   # postings up to which scoring them all is faster than bounding them
-_COMMON = 4096  # postings above which, for every term, all are scored at once (numpy)
+_SMALL = 4096   # postings in all up to which scoring them one by one is as fast as any way
+_SKEW = 8       # bounds when the commonest term has this many times the others' postings
 
 
 def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
@@ -58,11 +58,14 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     the last place is always scored. The scores returned are the per-term scores summed in
     the order of ``terms``: what :func:`scores_of` gives, to the last bit.
 
-    Bounds only pay when a term is rare next to the others. When every term is common (each
-    in more than ``_COMMON`` postings: a query made of common words) the top documents hold
-    them all and the block bounds stay above ``theta``, so every posting is read anyway: they
-    are then scored in bulk with numpy (:func:`_score_arrays`, the same floats); a few postings
-    in all (up to ``_SMALL``) are simply scored one by one (:func:`_score_all`)."""
+    Bounds only pay when one term is common and the others are rare but in ``limit``
+    documents or more: their documents then bound what the common term can add, and its
+    blocks are skipped or only complete them. Otherwise (two common terms or more, the
+    commonest in fewer than ``_SKEW`` times the others' postings: a query of common words;
+    or too few documents to set ``theta``) the block bounds stay above ``theta`` and every
+    posting is read anyway, so all are scored in bulk with numpy (:func:`_score_arrays`, the
+    same floats); a few postings in all (up to ``_SMALL``) are scored one by one
+    (:func:`_score_all`). Measured at 100k: bench/RESULTS.md, "Candidate collection at 100k"."""
     if limit <= 0:
         return []
     work = work if work is not None else Work()
@@ -73,11 +76,13 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     if sum(sizes) <= _SMALL:
         work.way = "all"
         return _score_all([seg for _, segs in slots for seg in segs], limit, allow, deny)
-    work.way = "arrays" if min(sizes) > _COMMON else "bounded"
+    rest = sum(sizes) - max(sizes)
+    # bounds need a theta, so at least ``limit`` documents from the rarer terms
+    work.way = "bounded" if limit <= rest and max(sizes) > _SKEW * rest else "arrays"
     if work.way == "arrays":
         # a block's bound (its highest weight over its shortest length, two different postings)
-        # stays above theta: measured at 100k, not one block of two common terms could be skipped
-        # even knowing the final theta (bench/RESULTS.md, "Candidate collection at 100k")
+        # stays above theta: at 100k not one block of two common terms could be skipped even
+        # knowing the final theta
         return _score_arrays(searcher.get_parent().doc_count_all(), [seg for _, segs in slots for seg in segs],
                              limit, allow, deny, work)
     # bounds need scores >= 0; otherwise (never with BM25 and a boost >= 0) read everything
