@@ -119,6 +119,28 @@ def test_every_answer_is_inside_the_pool(tmp_path, data):
     assert "m00004" not in [m for m, _ in snap.top(near, 50, statuses={"active"})]
 
 
+def test_the_delta_seen_by_a_loaded_state_follows_each_change(tmp_path, data):
+    """The delta is scored as one block, rebuilt when this process changes it: an upsert, then
+    its delete, then a move to another subject, each seen by the next query of the same state."""
+    store = write(tmp_path / "v", data)
+    docs = Vectors()
+    near = queries(data, 1, seed=12)[0]
+    first = store.load()
+    store.apply([docs.doc("new01", near, subject="s3")], [], docs, commit="c2")
+    snap = store.load()
+    assert snap is first  # the loaded state is updated in place
+    assert snap.top(near, 1, statuses={"active"})[0][0] == "new01"
+    assert snap.top(near, 1, statuses={"active"}, subject="s3")[0][0] == "new01"
+    store.apply([docs.doc("new01", near, subject="s4")], [], docs, commit="c3")
+    assert store.load().top(near, 1, statuses={"active"}, subject="s4")[0][0] == "new01"
+    assert "new01" not in [m for m, _ in store.load().top(near, 30, statuses={"active"}, subject="s3")]
+    store.apply([], ["new01"], docs, commit="c4")
+    assert "new01" not in [m for m, _ in store.load().top(near, 30, statuses={"active"})]
+    vectors._LOADED.clear()
+    fresh = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
+    assert fresh is not first and "new01" not in [m for m, _ in fresh.top(near, 30, statuses=None)]
+
+
 def test_the_threshold_and_a_narrow_pool_keep_the_exact_scan(tmp_path, data):
     small = write(tmp_path / "small", data, ann_above=N + 1).load()
     assert small.ivf is None and not (tmp_path / "small" / "snap-000001.ivf.npy").exists()
