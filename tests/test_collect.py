@@ -242,3 +242,14 @@ def test_common_terms_agree_with_whoosh(big):
     assert [d for d, _ in got] == [d for d, _ in expected] or _same_up_to_ties(got, expected)
     for (_, a), (_, b) in zip(got, expected):
         assert a == pytest.approx(b, rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=big_terms_st, picks=st.lists(st.integers(0, 3999), max_size=40))
+def test_scores_of_reads_only_the_blocks_of_the_given_documents(big, terms, picks):
+    docs = set(picks)
+    expected = dict(top_docs(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, len(docs) or 1, allow=docs))
+    work = Work()
+    assert scores_of(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks, work=work) == expected
+    # each document is in one block of each term at most (the others are not decoded)
+    assert work.blocks_read <= len(docs) * len(terms)

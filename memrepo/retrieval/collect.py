@@ -3,10 +3,12 @@
 A free-text query is an OR of a few budgeted terms (see :class:`~memrepo.retrieval.ranking.Tuning`,
 ``postings_budget``). Whoosh scores such a query through a tree of matcher objects, a
 dozen Python calls per posting (~25 us each at 10k memories: most of a warm search). Here each
-term's postings are read a block at a time and scored in one loop with the same BM25F
-formula, idf and lengths the searcher's weighting uses, so the candidates and their scores
-are Whoosh's own (``tests/test_collect.py`` compares them), in a fraction of the time.
-Advanced (Whoosh syntax) queries still go through Whoosh.
+term's postings are read a block at a time and scored with the same BM25F formula, idf and
+lengths the searcher's weighting uses, so the candidates and their scores are Whoosh's own
+(``tests/test_collect.py`` compares them), in a fraction of the time: one by one for a few
+postings, skipping what cannot reach the top when one common term meets rare ones (MaxScore
+bounds), in bulk with numpy for common words (see :func:`top_docs`). Advanced (Whoosh
+syntax) queries still go through Whoosh.
 """
 from __future__ import annotations
 
@@ -76,9 +78,9 @@ def top_docs(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[st
     if sum(sizes) <= _SMALL:
         work.way = "all"
         return _score_all([seg for _, segs in slots for seg in segs], limit, allow, deny)
-    rest = sum(sizes) - max(sizes)
+    others = sum(sizes) - max(sizes)
     # bounds need a theta, so at least ``limit`` documents from the rarer terms
-    work.way = "bounded" if limit <= rest and max(sizes) > _SKEW * rest else "arrays"
+    work.way = "bounded" if limit <= others and max(sizes) > _SKEW * others else "arrays"
     if work.way == "arrays":
         # a block's bound (its highest weight over its shortest length, two different postings)
         # stays above theta: at 100k not one block of two common terms could be skipped even
@@ -151,14 +153,12 @@ def _score_arrays(n: int, segments: list[_Segment], limit: int, allow: set[int] 
     total = np.zeros(n)
     found = np.zeros(n, dtype=bool)
     for seg in segments:
-        blocks = _Blocks(seg)
         id_blocks, weight_blocks = [], []
-        for count, _, _ in blocks:
-            ids, weights = blocks.read()
+        for ids, weights in _Blocks(seg).each():
             id_blocks.append(ids)
             weight_blocks.append(weights)
             work.blocks_read += 1
-            work.postings_read += count
+            work.postings_read += len(ids)
         ids = np.fromiter(chain.from_iterable(id_blocks), np.int64)
         tf = np.fromiter(chain.from_iterable(weight_blocks), np.float64)
         if seg.deleted:
@@ -303,10 +303,13 @@ class _TermScores(dict):
 
 
 def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
-              docnums: Iterable[int]) -> dict[int, float]:
+              docnums: Iterable[int], work: Work | None = None) -> dict[int, float]:
     """The scores :func:`top_docs` gives the few ``docnums`` (those matching no term are left
-    out), found by binary search in each term's postings instead of scoring them all (the
-    hybrid ranking's vector-led candidates: about 3 ms less per query on LoCoMo)."""
+    out), found by binary search in the posting blocks that can hold them (their headers give
+    each block's last docnum) instead of scoring every posting (the hybrid ranking's
+    vector-led candidates: about 3 ms less per query on LoCoMo; a common term's other blocks
+    are not decoded)."""
+    work = work if work is not None else Work()
     want = sorted(set(docnums))
     out: dict[int, float] = {}
     if not want:
@@ -316,17 +319,29 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
         local = [d - seg.offset for d in want if seg.offset <= d < seg.end]
         if not local:
             continue
-        ids, weights = seg.postings()
-        for docnum in local:
-            i = bisect_left(ids, docnum)
-            if i == len(ids) or ids[i] != docnum or docnum in seg.deleted:
+        blocks, j = _Blocks(seg), 0   # local[j] is the next document to look for
+        for n, last, _ in blocks:
+            if j == len(local):
+                break
+            if local[j] > last:
+                work.blocks_skipped += 1
+                work.postings_skipped += n
                 continue
-            tf = weights[i]
-            # the expression top_docs evaluates, so the sums agree to the last bit
-            s = seg.idf * ((tf * k1p) / (tf + seg.norm[seg.codes[docnum]]))
-            if seg.boost != 1.0:
-                s = s * seg.boost
-            out[docnum + seg.offset] = out.get(docnum + seg.offset, 0.0) + s
+            ids, weights = blocks.read()
+            work.blocks_read += 1
+            work.postings_read += n
+            while j < len(local) and local[j] <= last:
+                docnum = local[j]
+                j += 1
+                i = bisect_left(ids, docnum)
+                if i == len(ids) or ids[i] != docnum or docnum in seg.deleted:
+                    continue
+                tf = weights[i]
+                # the expression top_docs evaluates, so the sums agree to the last bit
+                s = seg.idf * ((tf * k1p) / (tf + seg.norm[seg.codes[docnum]]))
+                if seg.boost != 1.0:
+                    s = s * seg.boost
+                out[docnum + seg.offset] = out.get(docnum + seg.offset, 0.0) + s
     return out
 
 
@@ -410,6 +425,17 @@ class _Blocks:
             return
         while m.is_active():
             yield m._blocklength, m._maxid, min(seg.bound, seg.bound_of(m._maxweight, m._minlength))
+            m._next_block()
+
+    def each(self) -> Iterator[tuple]:
+        """Every block's docnums and weights, decoded (no bounds needed)."""
+        m = self.matcher
+        if not self.whoosh3:
+            self.all = _postings(m)
+            yield self.all
+            return
+        while m.is_active():
+            yield self.read()
             m._next_block()
 
     def read(self):
