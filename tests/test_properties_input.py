@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memrepo import api
@@ -70,6 +70,7 @@ class _Vault:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(st.one_of(META, st.dictionaries(st.sampled_from(["body", "summary", "layer"]), VALUES)),
                         min_size=1, max_size=3))
+@example(records=[{"id": {"\n": "\ud800"}}])  # a field name with a line break, in a one-line problem
 def test_random_import_lines_end_in_an_error_or_a_valid_vault(records):
     v = _Vault()
     try:

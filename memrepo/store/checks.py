@@ -118,6 +118,13 @@ def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
     return sorted(set(problems))
 
 
+def _field_name(key) -> str:
+    """A field's name as a message shows it: escaped when it holds a line break or another
+    character that cannot be printed (a problem is one line)."""
+    name = str(key)
+    return name if name.isprintable() else repr(name)
+
+
 def text_problems(memory: Memory) -> list[Problem]:
     """Strings that are not Unicode text (lone surrogates, from JSON's "\\ud800" or a bad
     decoder) and NUL bytes in the body (git would then treat the file as binary)."""
@@ -135,10 +142,10 @@ def text_problems(memory: Memory) -> list[Problem]:
                 walk(field, item)
         elif isinstance(value, dict):
             for k, v in value.items():
-                walk(f"{field}.{k}" if isinstance(k, str) else field, v)
+                walk(f"{field}.{_field_name(k)}" if isinstance(k, str) else field, v)
 
     for key, value in memory.meta.items():
-        walk(str(key), value)
+        walk(_field_name(key), value)
     walk("body", memory.body)
     if "\x00" in memory.body:
         line = memory.body.count("\n", 0, memory.body.index("\x00")) + 1
