@@ -168,3 +168,15 @@ def test_a_new_memory_folder_is_watched_too(vault):
     _as_if_huge(vault, paths=_load_scan(vault).paths)
     (folder / "mem_i.md").write_text(text.replace("mem_a", "mem_i").replace("alpha", "theta"), encoding="utf-8")
     assert [h.id for h in search.search(vault, "theta")[0].hits] == ["mem_i"]
+
+
+def test_folders_that_cannot_be_watched_are_not_tried_on_every_search(vault, monkeypatch):
+    from memrepo.store import watch as watch_mod
+    tries = []
+    monkeypatch.setattr(watch_mod.FolderWatch, "start", classmethod(lambda cls, root, dirs: tries.append(dirs)))
+    memories.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha database pool"}, "")
+    search.search(vault, "alpha")
+    for _ in range(3):
+        _as_if_huge(vault)
+        assert [h.id for h in search.search(vault, "alpha")[0].hits] == ["mem_a"]
+    assert len(tries) == 1 and search._warm(vault).watch is None  # the stat stamp answers instead

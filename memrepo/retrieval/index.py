@@ -316,8 +316,8 @@ def _remember_term_lookups(leaf) -> None:
     holds for the searcher's life."""
     table = getattr(getattr(leaf, "_terms", None), "_tindex", None)
     find = getattr(table, "ranges_for_key", None)
-    if find is None:
-        return  # another codec: nothing to remember
+    if find is None or getattr(table, "_memrepo_remembers", False):
+        return  # another codec (nothing to remember), or a reader already remembering
     known: dict[bytes, list] = {}
 
     def ranges_for_key(key):
@@ -328,6 +328,7 @@ def _remember_term_lookups(leaf) -> None:
             found = known[key] = list(find(key))
         return found
     table.ranges_for_key = ranges_for_key
+    table._memrepo_remembers = True
 
 
 def _next_gen(old: str | None) -> str:

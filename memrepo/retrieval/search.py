@@ -67,6 +67,7 @@ class _Warm:
         self.watch = None                      # a FolderWatch on the memory folders (a large vault, searched again)
         self.synced = False                    # a search has run here before
         self.watched_look = False              # the last look at the working tree began under ``watch``
+        self.unwatchable: tuple[str, ...] = ()  # folders a watch could not be set up for
 
     def live_stats(self, vault: Vault):
         """The statistics, reopened when their file was removed or replaced meanwhile."""
@@ -211,9 +212,11 @@ def _tree_moved(vault: Vault, last: _Scan) -> bool:
     if warm.watch is not None:  # the folders changed since it began (or it broke)
         warm.watch.close()
         warm.watch = None
-    if warm.synced and last.dirs and last.stamp:
+    if warm.synced and last.dirs and last.stamp and warm.unwatchable != last.dirs:
         from memrepo.store.watch import FolderWatch
         warm.watch = FolderWatch.start(vault.root, last.dirs)
+        if warm.watch is None:  # e.g. the per-user watch limit: not tried again for these folders
+            warm.unwatchable = last.dirs
     return _tree_stamp(vault, last.dirs) != last.stamp
 
 
