@@ -208,7 +208,7 @@ def _tree_moved(vault: Vault, last: _Scan) -> bool:
     watch's."""
     warm = _warm(vault)
     if warm.watch is not None and warm.watch.fd >= 0 and warm.watch.dirs == last.dirs:
-        return warm.watch.moved() or git.index_stamp(vault.root) != last.stamp[0]
+        return warm.watch.moved() or (git.index_stamp(vault.root),) != last.stamp[:1]
     if warm.watch is not None:  # the folders changed since it began (or it broke)
         warm.watch.close()
         warm.watch = None
