@@ -129,13 +129,7 @@ def _score_all(segments: list[_Segment], limit: int, allow: set[int] | None,
         if seg.deleted:
             kept = [(d, w) for d, w in zip(ids, weights) if d not in seg.deleted]
             ids, weights = [d for d, _ in kept], [w for _, w in kept]
-        idf, norm, codes, boost, offset, k1p, get = seg.idf, seg.norm, seg.codes, seg.boost, seg.offset, seg.k1p, scores.get
-        for docnum, tf in zip(ids, weights):
-            s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
-            if boost != 1.0:
-                s = s * boost
-            docnum += offset
-            scores[docnum] = get(docnum, 0.0) + s
+        _accumulate(scores, seg, ids, weights)
     items: Iterable[tuple[int, float]] = scores.items()
     if allow is not None:
         items = [(d, s) for d, s in items if d in allow]
@@ -186,6 +180,17 @@ def _score_arrays(n: int, segments: list[_Segment], limit: int, allow: set[int] 
     return [(int(docnums[i]), float(scores[i])) for i in order]
 
 
+def _accumulate(scores: dict[int, float], seg: _Segment, ids, weights) -> None:
+    """Add one term's BM25F score of each posting (segment-local ``ids``) to ``scores``."""
+    idf, norm, codes, boost, offset, k1p, get = seg.idf, seg.norm, seg.codes, seg.boost, seg.offset, seg.k1p, scores.get
+    for docnum, tf in zip(ids, weights):
+        s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
+        if boost != 1.0:
+            s = s * boost
+        docnum += offset
+        scores[docnum] = get(docnum, 0.0) + s
+
+
 def _kth(partial: dict[int, dict[int, float]], limit: int) -> float:
     """The ``limit``-th best score so far (-inf while fewer documents are known)."""
     if sum(map(len, partial.values())) < limit:
@@ -201,7 +206,6 @@ def _read_term(seg: _Segment, partial: dict[int, float], theta: float, rest: flo
     its range leave ``partial``."""
     read = _Read(seg)
     scores, codes, offset, get = read.scores, seg.codes, seg.offset, partial.get
-    idf, k1p, norm, boost = seg.idf, seg.k1p, seg.norm, seg.boost
     added: dict[int, float] = {}
     dropped: list[int] = []
     known: list[int] | None = None   # the documents in partial, sorted
@@ -212,12 +216,7 @@ def _read_term(seg: _Segment, partial: dict[int, float], theta: float, rest: flo
             ids, weights = read.add(last, *blocks.read())
             work.blocks_read += 1
             work.postings_read += n
-            for docnum, tf in zip(ids, weights):
-                s = idf * ((tf * k1p) / (tf + norm[codes[docnum]]))
-                if boost != 1.0:
-                    s = s * boost
-                docnum += offset
-                partial[docnum] = get(docnum, 0.0) + s
+            _accumulate(partial, seg, ids, weights)
         else:
             if known is None:
                 known = sorted(partial)
