@@ -284,20 +284,15 @@ class _Read:
 
 
 class _TermScores(dict):
-    """``(weight, length code) -> score`` of one term in one segment, each pair computed once,
-    by the expression :func:`scores_of` evaluates (so the floats are the same)."""
+    """``(weight, length code) -> score`` of one term in one segment, each pair computed once
+    (:meth:`_Segment.score`)."""
 
     def __init__(self, seg: _Segment) -> None:
         super().__init__()
         self.seg = seg
 
     def __missing__(self, key: tuple[float, int]) -> float:
-        tf, code = key
-        seg = self.seg
-        s = seg.idf * ((tf * seg.k1p) / (tf + seg.norm[code]))
-        if seg.boost != 1.0:
-            s = s * seg.boost
-        self[key] = s
+        s = self[key] = self.seg.score(*key)
         return s
 
 
@@ -313,7 +308,6 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
     out: dict[int, float] = {}
     if not want:
         return out
-    k1p = k1 + 1
     for seg in _segments(searcher, terms, field_b, k1):
         local = [d - seg.offset for d in want if seg.offset <= d < seg.end]
         if not local:
@@ -335,11 +329,7 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
                 i = bisect_left(ids, docnum)
                 if i == len(ids) or ids[i] != docnum or docnum in seg.deleted:
                     continue
-                tf = weights[i]
-                # the expression top_docs evaluates, so the sums agree to the last bit
-                s = seg.idf * ((tf * k1p) / (tf + seg.norm[seg.codes[docnum]]))
-                if seg.boost != 1.0:
-                    s = s * seg.boost
+                s = seg.score(weights[i], seg.codes[docnum])
                 out[docnum + seg.offset] = out.get(docnum + seg.offset, 0.0) + s
     return out
 
@@ -364,13 +354,19 @@ class _Segment:
     def postings(self) -> tuple[list[int], list[float]]:
         return _postings(self.reader.postings(self.field, self.btext))  # type: ignore[attr-defined]
 
+    def score(self, tf: float, code: int) -> float:
+        """The term's BM25F score of a posting of weight ``tf`` in a document of length code
+        ``code``: the expression :func:`_accumulate` evaluates inline (so the floats agree to
+        the last bit)."""
+        s = self.idf * ((tf * self.k1p) / (tf + self.norm[code]))
+        return s * self.boost if self.boost != 1.0 else s
+
     def bound_of(self, max_weight: float, min_length: int | None) -> float:
         """The highest score of postings whose weights are at most ``max_weight`` and whose
         documents are at least ``min_length`` long (BM25 grows with the weight and falls
         with the length)."""
         from whoosh.util.numeric import length_to_byte
-        s = self.idf * ((max_weight * self.k1p) / (max_weight + self.norm[length_to_byte(min_length or 0)]))
-        return s * self.boost if self.boost != 1.0 else s
+        return self.score(max_weight, length_to_byte(min_length or 0))
 
 
 def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float],
