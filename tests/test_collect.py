@@ -253,3 +253,57 @@ def test_scores_of_reads_only_the_blocks_of_the_given_documents(big, terms, pick
     assert scores_of(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks, work=work) == expected
     # each document is in one block of each term at most (the others are not decoded)
     assert work.blocks_read <= len(docs) * len(terms)
+
+
+# ---- a few documents' postings (the re-rank's coverage without analysing text) ----------
+
+def _brute_postings(searcher, field, terms, docs):
+    """Each term's posting weight in each of ``docs``, read through Whoosh's own matchers (every
+    posting, deletions skipped by the segment reader), and the score Whoosh's searcher gives
+    the document for the term alone with its boost."""
+    from whoosh import query as wq
+    out: dict[int, dict[str, tuple[float, float]]] = {}
+    for text, boost in terms.items():
+        btext = searcher.schema[field].to_bytes(text)
+        scores = {h.docnum: h.score for h in searcher.search(wq.Term(field, text, boost=boost), limit=None)}
+        for leaf, offset in searcher.leaf_searchers():
+            reader = leaf.reader()
+            if (field, btext) not in reader:
+                continue
+            m = reader.postings(field, btext)
+            while m.is_active():
+                docnum = m.id() + offset
+                if docnum in docs and not reader.is_deleted(m.id()):
+                    out.setdefault(docnum, {})[text] = (m.weight(), scores[docnum])
+                m.next()
+    return out
+
+
+def _same_postings(got, expected) -> bool:
+    return got.keys() == expected.keys() and all(
+        got[d].keys() == expected[d].keys()
+        and all(got[d][t][0] == expected[d][t][0] and got[d][t][1] == pytest.approx(expected[d][t][1], rel=1e-12)
+                for t in got[d])
+        for d in got)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=st.dictionaries(st.sampled_from(VOCAB + ["absent"]), st.sampled_from((1.0, 0.3, 1.693)), min_size=1,
+                             max_size=6),
+       picks=st.lists(st.integers(0, 241), max_size=40))
+def test_postings_at_are_whooshs_postings(searcher, terms, picks):
+    # several segments, deleted documents among the picks (they hold nothing)
+    got = collect.postings_at(searcher, "text", terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks)
+    assert _same_postings(got, _brute_postings(searcher, "text", terms, set(picks)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terms=st.dictionaries(st.sampled_from([*BIG_VOCAB, "filler", "absent"]), st.just(1.0), min_size=1, max_size=4),
+       picks=st.lists(st.integers(0, 3999), max_size=30))
+def test_postings_at_read_only_the_blocks_of_the_given_documents(big_index, terms, picks):
+    work = Work()
+    got = collect.postings_at(big_index, "text", terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks, work=work)
+    assert _same_postings(got, _brute_postings(big_index, "text", terms, set(picks)))
+    # each document is in one block of each term at most (the others are not decoded)
+    assert work.blocks_read <= len(set(picks)) * len(terms)
+    assert work.postings_read + work.postings_skipped <= sum(big_index.doc_frequency("text", t) for t in terms)

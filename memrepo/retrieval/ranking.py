@@ -142,7 +142,8 @@ class _Cand:
     bm25: float
     coverage: float
     score: float = 0.0
-    seen: Counter | None = None
+    seen: Counter | None = None    # the memory's terms, from its text (_seen)
+    held: set[str] | None = None   # the query terms the memory holds, from the index (_find_held)
     keyword: float = 0.0           # bm25 / the pool's best while ranking; then the coverage (reported)
     cosine: float | None = None    # semantic similarity (hybrid ranking only)
 
@@ -423,12 +424,22 @@ def _seen(c: _Cand, unigrams: bool = True) -> Counter:
     return c.seen
 
 
+def _find_held(searcher, cands: list[_Cand], terms: list[str], tuning: Tuning) -> None:
+    """Which of ``terms`` each candidate holds, from the index: their postings in the scored
+    field, read only from the blocks that can hold the candidates (no text analysed)."""
+    from memrepo.retrieval.collect import postings_at
+    found = postings_at(searcher, SCORED, dict.fromkeys(terms, 1.0), field_b(tuning), tuning.k1,
+                        [c.docnum for c in cands])
+    for c in cands:
+        c.held = set(found.get(c.docnum, ()))
+
+
 def _coverage(c: _Cand, idf: dict[str, float], unigrams: bool) -> float:
     """Idf-weighted share of the query terms that occur in the memory (0..1)."""
     if c.coverage < 0:
-        seen = _seen(c, unigrams)
+        held = c.held if c.held is not None else _seen(c, unigrams)
         total = sum(idf.values()) or 1.0
-        c.coverage = sum(v for t, v in idf.items() if t in seen) / total
+        c.coverage = sum(v for t, v in idf.items() if t in held) / total
     return c.coverage
 
 
@@ -468,6 +479,10 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
     skipped = [t for t in plan.terms if plan.df.get(t) and t not in plan.searched]
     if skipped:
         _score_skipped(searcher, cands, plan, skipped, uni, tuning)
+    elif plan.searched:
+        # every query term was searched, so each is rare: its postings in the candidates
+        # (a block or two per term) tell the coverage for less than analysing their text
+        _find_held(searcher, cands, list(plan.searched), tuning)
     top = max(c.bm25 for c in cands) or 1.0
     for c in cands:
         c.score = c.keyword = c.bm25 / top
