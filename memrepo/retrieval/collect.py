@@ -304,38 +304,11 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
     each block's last docnum) instead of scoring every posting (the hybrid ranking's
     vector-led candidates: about 3 ms less per query on LoCoMo; a common term's other blocks
     are not decoded)."""
-    out: dict[int, float] = {}
-    for seg, docnum, weight in _postings_at(searcher, terms, field_b, k1, docnums, work):
-        out[docnum] = out.get(docnum, 0.0) + seg.score(weight, seg.codes[docnum - seg.offset])
-    return out
-
-
-def postings_at(searcher, field: str, terms: dict[str, float], field_b: dict[str, float], k1: float,
-                docnums: Iterable[int], work: Work | None = None) -> dict[int, dict[str, tuple[float, float]]]:
-    """Each of the few ``docnums``' postings of ``terms`` (``text -> boost``) in ``field``:
-    ``{docnum: {text: (weight, score)}}``, the weight as indexed (in the scored field, the
-    memory's boosted count of the term) and the score :func:`top_docs` would give the posting
-    had the term been searched with that boost. Deleted documents and terms a document does
-    not hold are left out. Read as :func:`scores_of` reads (only the blocks that can hold the
-    documents): the re-rank's coverage and common-term scores without analysing the
-    candidates' text again."""
-    out: dict[int, dict[str, tuple[float, float]]] = {}
-    found = _postings_at(searcher, [(field, t, b) for t, b in terms.items()], field_b, k1, docnums, work)
-    for seg, docnum, weight in found:
-        score = seg.score(weight, seg.codes[docnum - seg.offset])
-        out.setdefault(docnum, {})[seg.text] = (weight, score)
-    return out
-
-
-def _postings_at(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float], k1: float,
-                 docnums: Iterable[int], work: Work | None) -> Iterator[tuple[_Segment, int, float]]:
-    """``(segment, docnum, weight)`` of each term's posting in each of ``docnums`` that holds
-    it (not deleted), term by term in the order of ``terms``: the blocks' headers give their
-    last docnums, and only the blocks that can hold a wanted document are decoded."""
     work = work if work is not None else Work()
     want = sorted(set(docnums))
+    out: dict[int, float] = {}
     if not want:
-        return
+        return out
     for seg in _segments(searcher, terms, field_b, k1, bounds=False):
         local = [d - seg.offset for d in want[bisect_left(want, seg.offset):bisect_left(want, seg.end)]]
         if not local:
@@ -355,15 +328,17 @@ def _postings_at(searcher, terms: Iterable[tuple[str, str, float]], field_b: dic
                 docnum = local[j]
                 j += 1
                 i = bisect_left(ids, docnum)
-                if i < len(ids) and ids[i] == docnum and docnum not in seg.deleted:
-                    yield seg, docnum + seg.offset, weights[i]
+                if i == len(ids) or ids[i] != docnum or docnum in seg.deleted:
+                    continue
+                s = seg.score(weights[i], seg.codes[docnum])
+                out[docnum + seg.offset] = out.get(docnum + seg.offset, 0.0) + s
+    return out
 
 
 @dataclass
 class _Segment:
     """One query term in one index segment that holds it: what scoring its postings needs."""
     reader: object
-    text: str
     btext: bytes
     field: str
     offset: int               # the segment's first document number in the whole index
@@ -399,7 +374,7 @@ def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
               k1: float, bounds: bool = True) -> Iterator[_Segment]:
     """Each query term in each segment that holds it, with the term's idf and length norms
     (the norm of each of the 256 encoded lengths computed as Whoosh computes it per posting)
-    and, with ``bounds``, its postings and score bound in the segment."""
+    and, with ``bounds``, its postings and score bound in the segment (one more term lookup)."""
     top = searcher.get_parent()
     for field, text, boost in terms:
         btext = top.schema[field].to_bytes(text)
@@ -412,7 +387,7 @@ def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
             if (field, btext) not in reader:
                 continue
             deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-            seg = _Segment(reader, text, btext, field, offset, offset + reader.doc_count_all(), deleted,
+            seg = _Segment(reader, btext, field, offset, offset + reader.doc_count_all(), deleted,
                            _length_codes(top, reader, field), idf, norm, boost, k1 + 1)
             if bounds:
                 info = reader.term_info(field, btext)
@@ -422,7 +397,7 @@ def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
 
 def _norms(top, field: str, b: float, k1: float) -> list[float]:
     """BM25's length part of the denominator for each of the 256 length codes of ``field``
-    (the same for every term: computed once per searcher)."""
+    (the same for every term of a searcher: computed once)."""
     cache = top.__dict__.setdefault(_NORMS, {})
     key = (field, b, k1)
     norm = cache.get(key)
