@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrepo.retrieval import builder
+from memrepo.retrieval import builder, lookups
 from memrepo.retrieval.fields import IndexDoc, doc_fields, schema
 from memrepo.retrieval.ranking import (
     DEFAULT_TUNING,
@@ -299,6 +299,7 @@ def _open_searcher(ix, tuning: Tuning):
                 for field in ("text", "keys", "summary"):
                     leaf.doc_field_length(0, field)
                 leaf.stored_fields(0)
+        lookups.prepare(searcher)
     except BaseException:
         searcher.close()
         raise
