@@ -253,7 +253,7 @@ class MemoryIndex:
 
         ``semantic`` is ``(vectors, encoder)``: a loaded :class:`~memrepo.retrieval.vectors.Snapshot`
         and an :class:`~memrepo.retrieval.embed.Encoder`; with it the ranking is hybrid. The
-        queries are encoded on the encoder's thread while their keywords are ranked; ``ahead``
+        queries are encoded (on the encoder's thread or child process) while their keywords are ranked; ``ahead``
         holds the encodings already under way (by :meth:`query_texts`)."""
         qs = list(qs)
         learned = self.stats.learned_stopwords() if self.stats else frozenset()

@@ -127,7 +127,7 @@ DEFAULT_TUNING = Tuning()
 @dataclass(frozen=True)
 class Semantic:
     """The query's vector and the vault's vectors (a :class:`memrepo.retrieval.vectors.Snapshot`).
-    ``query`` may be a future of the vector (being encoded on another thread while the
+    ``query`` may be a future of the vector (being encoded on another thread or process while the
     keywords are ranked): :meth:`vector` waits for it."""
     vectors: object
     query: object
