@@ -126,7 +126,7 @@ def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_d
     return table
 
 
-PRODUCT_ENV: dict[str, str] = {}
+PRODUCT_ENV: dict[str, str] = {"MEMREPO_DAEMON": "0"}  # each CLI call its own process (no background server)
 
 
 def memrepo_cli(*args: str, cwd: Path) -> str:

@@ -144,7 +144,7 @@ def run_library(work: Path, docs, queries: list[dict], updates: int) -> dict:
     }
 
 
-CLI_ENV: dict[str, str] = dict(os.environ)
+CLI_ENV: dict[str, str] = {**os.environ, "MEMREPO_DAEMON": "0"}  # a new process per call, as this bench measures
 
 
 def memrepo(*args: str, cwd: Path) -> subprocess.CompletedProcess:

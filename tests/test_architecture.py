@@ -280,6 +280,7 @@ def test_the_git_runner_is_private():
 # Programs modules other than store/git.py may start, by the first word of their command line.
 OTHER_PROGRAMS = {"memrepo.lifecycle.schedule": {"crontab"},
                   "memrepo.retrieval.search": {"sys.executable"},
+                  "memrepo.retrieval.embed": {"sys.executable"},
                   "memrepo.cli.daemon": {"sys.executable"}}
 _STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
 

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import importlib.util
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -79,6 +80,8 @@ class Encoder:
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._ahead = None
+        self._queries = 0
+        self._remote: QueryProcess | None = None
 
     def _load(self):
         if self._model is None:
@@ -129,16 +132,211 @@ class Encoder:
         """The model's vector of one query (one row)."""
         return self._load().encode([text[:EMBED_CHARS] or " "])[0]
 
-    def query_soon(self, text: str) -> Future:
-        """:meth:`query` on this encoder's own thread: a search encodes its query while it
-        consults git and ranks the keywords (the model's products release the GIL), and
-        takes the vector when the ranking needs it."""
+    def query_soon(self, text: str) -> Future | QueryVector:
+        """:meth:`query` begun now, its vector taken when the ranking needs it (``.result()``):
+        a search encodes its query while it consults git and ranks the keywords.
+
+        The first queries of a process are encoded on this encoder's own thread. From the
+        second on (a process that searches again: the MCP server, the background server, a
+        program calling the API), a child process encodes them when there is a second core
+        (:class:`QueryProcess`): on a thread the model's Python parts and the ranking's
+        contend for the GIL, and with 5 ms switch intervals the encoding ended later than the
+        keyword ranking (no gain over encoding in place); in its own process it overlaps in
+        full. Until the child has loaded the model, and if it ever fails, the thread encodes."""
+        remote = self._query_process()
+        if remote is not None:
+            return remote.submit(text, self.query)
         if self._ahead is None:
             with self._lock:
                 if self._ahead is None:
                     from concurrent.futures import ThreadPoolExecutor
                     self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memrepo-encode")
         return self._ahead.submit(self.query, text)
+
+    def _query_process(self) -> QueryProcess | None:
+        """The child process encoding this process's queries once it is ready (started at the
+        second query; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
+        remote = self._remote
+        if remote is None:
+            self._queries += 1
+            if self._queries < 2 or not QueryProcess.wanted():
+                return None
+            with self._lock:
+                if self._remote is None:
+                    self._remote = QueryProcess.start(self.cache_dir)
+                remote = self._remote
+        return remote if remote.ready() else None
+
+
+QUERY_PROCESS_ENV = "MEMREPO_QUERY_PROCESS"
+QUERY_TIMEOUT = 30.0  # seconds without an answer after which the child is given up
+
+
+class QueryProcess:
+    """A child process that encodes the queries of a process that searches repeatedly (the
+    model loaded there). Texts go down its stdin and vectors come back on its stdout in the
+    order sent (each message a 4-byte length and its bytes); a child that fails, ends or stops
+    answering is given up on its next use, and every text it still owed is encoded by the
+    caller, so a search never fails for it. The child is a plain ``python -c`` of
+    :func:`serve_queries` (multiprocessing's spawn would run the caller's script again in it)
+    and ends with this process: its stdin closes. It ignores Ctrl-C, the parent's to handle."""
+
+    def __init__(self, proc) -> None:
+        self._proc = proc
+        self._lock = threading.Lock()   # the pipes: one sender or reader at a time
+        self._owed: deque[QueryVector] = deque()   # sent and not answered yet, in order
+        self._state = "starting" if proc is not None else "failed"   # then "ready" or "failed"
+
+    @staticmethod
+    def wanted() -> bool:
+        import os
+        if os.environ.get(QUERY_PROCESS_ENV, "") == "0":
+            return False
+        try:
+            return len(os.sched_getaffinity(0)) >= 2
+        except (AttributeError, OSError):
+            return (os.cpu_count() or 1) >= 2
+
+    @classmethod
+    def start(cls, cache_dir: Path | None) -> QueryProcess:
+        import os
+        import subprocess
+        import sys
+        root = str(Path(__file__).resolve().parents[2])   # where this memrepo is imported from
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        code = f"from memrepo.retrieval.embed import serve_queries; serve_queries({str(cache_dir) if cache_dir else None!r})"
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env, bufsize=0)   # unbuffered: select() sees all
+        except OSError:   # no processes left: the thread encodes
+            return cls(None)
+        return cls(proc)
+
+    def ready(self) -> bool:
+        """Whether the child has loaded the model (without waiting for it)."""
+        if self._state == "starting" and self._lock.acquire(blocking=False):
+            try:
+                if self._state == "starting" and self._waiting(0):
+                    self._state = "ready" if self._read() == b"ready" else "failed"
+            except (EOFError, OSError):
+                self._fail()
+            finally:
+                self._lock.release()
+        return self._state == "ready"
+
+    def submit(self, text: str, fallback: Callable[[str], object]) -> QueryVector:
+        future = QueryVector(self, text, fallback)
+        with self._lock:
+            if self._state == "ready":
+                try:
+                    _send(self._proc.stdin, text.encode("utf-8", "surrogatepass"))
+                    self._owed.append(future)
+                except (OSError, ValueError):
+                    self._fail()
+        return future
+
+    def answer(self, future: QueryVector) -> None:
+        """Read answers until ``future``'s has come (or the child is given up)."""
+        import numpy as np
+        with self._lock:
+            while not future.answered and self._state == "ready" and self._owed:
+                try:
+                    if not self._waiting(QUERY_TIMEOUT):
+                        raise TimeoutError("the query encoder did not answer")
+                    data = self._read()
+                except (EOFError, OSError):
+                    self._fail()
+                    break
+                head = self._owed.popleft()
+                head.answered = True
+                if len(data) == DIM * 4:
+                    head.vector = np.frombuffer(data, dtype=np.float32).copy()
+
+    def _waiting(self, timeout: float) -> bool:
+        import select
+        return bool(select.select([self._proc.stdout], [], [], timeout)[0])
+
+    def _read(self) -> bytes:
+        size = int.from_bytes(_exactly(self._proc.stdout, 4), "little")
+        return _exactly(self._proc.stdout, size)
+
+    def _fail(self) -> None:
+        self._state = "failed"
+        self._owed.clear()   # each of them is encoded by its caller
+        if self._proc is not None:
+            try:
+                self._proc.kill()
+                self._proc.wait(5)
+                self._proc.stdin.close()
+                self._proc.stdout.close()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._fail()
+
+
+class QueryVector:
+    """A query's vector from :class:`QueryProcess` (``.result()``, like a future's)."""
+
+    def __init__(self, remote: QueryProcess, text: str, fallback: Callable[[str], object]) -> None:
+        self.remote, self.text, self.fallback = remote, text, fallback
+        self.answered = False
+        self.vector = None
+
+    def result(self):
+        if self.vector is None and not self.answered:
+            self.remote.answer(self)
+        if self.vector is None:   # the child failed on it, or is gone
+            self.vector = self.fallback(self.text)
+        return self.vector
+
+
+def _send(stream, data: bytes) -> None:
+    message = memoryview(len(data).to_bytes(4, "little") + data)
+    while message:
+        message = message[stream.write(message):]
+    stream.flush()
+
+
+def _exactly(stream, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        part = stream.read(n - len(data))
+        if not part:
+            raise EOFError
+        data += part
+    return data
+
+
+def serve_queries(cache_dir: str | None) -> None:
+    """The child of :class:`QueryProcess`: load the model, then answer each text read from
+    stdin with its vector's bytes (empty when it could not be encoded) until stdin closes."""
+    import signal
+    import sys
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    encoder = Encoder(Path(cache_dir) if cache_dir else None)
+    try:
+        encoder._load()
+    except Exception:
+        _send(out, b"failed")
+        return
+    _send(out, b"ready")
+    while True:
+        try:
+            text = _exactly(inp, int.from_bytes(_exactly(inp, 4), "little")).decode("utf-8", "surrogatepass")
+        except (EOFError, OSError):
+            return
+        try:
+            vector = encoder.query(text).astype("float32").tobytes()
+        except Exception:
+            vector = b""
+        try:
+            _send(out, vector)
+        except OSError:
+            return
 
 
 _SHARED: dict[Path | None, Encoder] = {}

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrepo.retrieval import builder
+from memrepo.retrieval import builder, lookups
 from memrepo.retrieval.fields import IndexDoc, doc_fields, schema
 from memrepo.retrieval.ranking import (
     DEFAULT_TUNING,
@@ -253,7 +253,7 @@ class MemoryIndex:
 
         ``semantic`` is ``(vectors, encoder)``: a loaded :class:`~memrepo.retrieval.vectors.Snapshot`
         and an :class:`~memrepo.retrieval.embed.Encoder`; with it the ranking is hybrid. The
-        queries are encoded on the encoder's thread while their keywords are ranked; ``ahead``
+        queries are encoded (on the encoder's thread or child process) while their keywords are ranked; ``ahead``
         holds the encodings already under way (by :meth:`query_texts`)."""
         qs = list(qs)
         learned = self.stats.learned_stopwords() if self.stats else frozenset()
@@ -299,6 +299,7 @@ def _open_searcher(ix, tuning: Tuning):
                 for field in ("text", "keys", "summary"):
                     leaf.doc_field_length(0, field)
                 leaf.stored_fields(0)
+        lookups.prepare(searcher)
     except BaseException:
         searcher.close()
         raise

@@ -15,6 +15,7 @@ from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
 
 from memrepo import text
+from memrepo.retrieval import lookups
 from memrepo.retrieval.fields import SCORED, epoch
 from memrepo.retrieval.snippets import snippet
 
@@ -126,7 +127,7 @@ DEFAULT_TUNING = Tuning()
 @dataclass(frozen=True)
 class Semantic:
     """The query's vector and the vault's vectors (a :class:`memrepo.retrieval.vectors.Snapshot`).
-    ``query`` may be a future of the vector (being encoded on another thread while the
+    ``query`` may be a future of the vector (being encoded on another thread or process while the
     keywords are ranked): :meth:`vector` waits for it."""
     vectors: object
     query: object
@@ -268,10 +269,10 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     for mid, c in near:
         if mid in have:
             continue
-        docnum = searcher.document_number(id=mid)
+        docnum = lookups.docnum_of(searcher, mid)
         if docnum is None or (allow is not None and docnum not in allow) or (deny and docnum in deny):
             continue
-        added.append(_Cand(docnum, searcher.stored_fields(docnum), 0.0, -1.0, cosine=c))
+        added.append(_Cand(docnum, lookups.stored_fields(searcher, docnum), 0.0, -1.0, cosine=c))
     from memrepo.retrieval.collect import scores_of
     scores = scores_of(searcher, wq, field_b(tuning), tuning.k1, [c.docnum for c in added])
     for c in added:
@@ -395,7 +396,7 @@ def _collect(searcher, query, flt, mask, tuning: Tuning) -> list[_Cand]:
     if isinstance(query, list):
         from memrepo.retrieval.collect import top_docs
         found = top_docs(searcher, query, field_b(tuning), tuning.k1, tuning.pool, allow, deny or None)
-        return [_Cand(docnum, searcher.stored_fields(docnum), score, -1.0) for docnum, score in found]
+        return [_Cand(docnum, lookups.stored_fields(searcher, docnum), score, -1.0) for docnum, score in found]
     results = searcher.search(query, limit=tuning.pool, filter=allow, mask=deny or None)
     return [_Cand(hit.docnum, hit.fields(), hit.score, -1.0) for hit in results]
 

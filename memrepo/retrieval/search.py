@@ -413,7 +413,7 @@ def semantic_enabled(vault: Vault) -> bool:
 
 
 def _encode_ahead(vault: Vault, queries: list) -> dict:
-    """Start encoding the queries (on the encoder's thread) when the vault's vectors are there
+    """Start encoding the queries (:meth:`~memrepo.retrieval.embed.Encoder.query_soon`) when the vault's vectors are there
     to be searched: the model runs while git is consulted and the keywords are ranked."""
     if not queries or not semantic_enabled(vault):
         return {}
