@@ -98,6 +98,14 @@ class TermCounter:
 
     def __call__(self, text: str) -> Counter:
         out: Counter = Counter()
+        if text.isascii():  # no CJK and no ’: the words alone (raw_tokens' ASCII way, lower-cased once)
+            if self.latin:
+                for tok, n in Counter(_ASCII_TOKEN_RE.findall(text.lower())).items():
+                    if tok not in ENGLISH_STOPWORDS:
+                        term = stem(tok)
+                        if term in self.latin:
+                            out[term] += n
+            return out
         tokens = Counter(raw_tokens(text))
         latin, runs = self.latin, []
         for tok, n in tokens.items():

@@ -103,6 +103,18 @@ _MIXED = st.lists(st.sampled_from(list("数据库连接池池池ab Ab'’-_|.\n1
                                     max_size=4),
        unigrams=st.booleans(), keep=st.integers(0, 7))
 def test_term_counts_are_the_terms_counted(value, extra, unigrams, keep):
+    _check_term_counter(value, extra, unigrams, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(alphabet=st.characters(max_codepoint=127), max_size=80),
+       extra=st.lists(st.sampled_from(["run", "cach", "the", "a", "abc"]), max_size=3),
+       unigrams=st.booleans(), keep=st.integers(0, 7))
+def test_term_counts_of_ascii_text_are_the_terms_counted(value, extra, unigrams, keep):
+    _check_term_counter(value, extra, unigrams, keep)
+
+
+def _check_term_counter(value, extra, unigrams, keep):
     # the re-rank counts a few query terms in a memory's text without listing all its terms
     every = Counter(text.terms(value, unigrams=unigrams))
     wanted = {t for i, t in enumerate(sorted(every)) if i % 8 != keep} | set(extra)
