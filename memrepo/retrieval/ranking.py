@@ -530,9 +530,11 @@ def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]
     """Add the BM25 share of the common terms that were not searched, for the pool only."""
     k1, b = tuning.k1, tuning.b
     avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
+    from memrepo.retrieval.collect import field_lengths
+    lengths = field_lengths(searcher, SCORED, [c.docnum for c in cands])
     for c in cands:
         seen = _seen(c, plan, unigrams)
-        length = searcher.doc_field_length(c.docnum, SCORED, 1) or 1
+        length = lengths[c.docnum] or 1
         norm = k1 * (1.0 - b + b * length / avg)
         for t in skipped:
             tf = seen.get(t, 0)
