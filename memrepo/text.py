@@ -84,8 +84,9 @@ class TermCounter:
     ``Counter(terms(text, unigrams=unigrams))`` restricted to ``wanted``, without listing every
     term of the text: each distinct Latin word is stemmed once, and a CJK term is counted in
     the text's CJK runs (a bigram as a substring, overlaps included; a single character as a
-    one-character run, or anywhere with ``unigrams``) instead of listing every bigram. The
-    re-rank counts the query's terms in a few dozen memories."""
+    one-character run, or anywhere with ``unigrams``) instead of listing every bigram (unless
+    the text has fewer characters than terms are wanted). The re-rank counts the query's terms
+    in a few dozen memories."""
 
     def __init__(self, wanted: Collection[str], *, unigrams: bool = False) -> None:
         self.wanted = frozenset(wanted)
@@ -116,6 +117,14 @@ class TermCounter:
                 if term in latin:
                     out[term] += n
         if not runs or not (self.single or self.pairs or self.doubled):
+            return out
+        if sum(len(run) * tokens[run] for run in runs) < len(self.single) + len(self.pairs) + len(self.doubled):
+            # less text than terms wanted (a long question, a short memory): list its grams
+            wanted = self.wanted
+            for run in runs:
+                for gram in cjk_grams(run, unigrams=self.unigrams):
+                    if gram in wanted:
+                        out[gram] += tokens[run]
             return out
         # every occurrence of each run, one separator apart: a gram never spans two runs
         blob = "|".join(run for run in runs for _ in range(tokens[run]))
