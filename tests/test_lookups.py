@@ -96,3 +96,15 @@ def test_a_single_segment_index(tmp_path):
     assert [lookups.docnum_of(s, f"m{i}") for i in range(32)] == [s.document_number(id=f"m{i}") for i in range(32)]
     assert [lookups.stored_fields(s, d) for d in range(30)] == [s.stored_fields(d) for d in range(30)]
     ix.close()
+
+
+def test_a_terms_document_frequency_is_whoosh_s(searcher):
+    from memrepo.retrieval.fields import SCORED
+    terms = ["alpha", "beta", "gamma", "delta", "epsilon", "absent", "", "5", "70", "数据", "m70"]
+    for field in (SCORED, "id", "subject", "status", "keys"):
+        for term in terms:
+            want = searcher.doc_frequency(field, term)
+            assert lookups.doc_frequency(searcher, field, term) == want, (field, term)
+            assert lookups.doc_frequency(searcher, field, term) == want   # remembered
+    assert lookups.doc_frequency(searcher, SCORED, "alpha") > 0
+    assert lookups.doc_frequency(searcher, "id", "m70") == 2   # one writer wrote it twice

@@ -34,6 +34,7 @@ _LOOKUPS = "_memrepo_lookups"  # per-searcher cache of the segments' readers
 # length, max length, max weight, first id, last id): whoosh.codec.whoosh3.W3TermInfo
 _TERMINFO = struct.Struct("!BfIBBfII")
 _NO_ID = 0xFFFFFFFF
+DFS_KEPT = 50_000   # document frequencies remembered per segment of an open searcher
 _SLOT = struct.Struct("!Iq")    # a hash table slot: (key hash, entry position)
 _ENTRY = struct.Struct("!ii")   # an entry's head: (key length, data length)
 
@@ -46,6 +47,12 @@ def docnum_of(searcher, mid: str) -> int | None:
         if found is not None:
             return seg.base + found
     return None
+
+
+def doc_frequency(searcher, field: str, term: str) -> int:
+    """``searcher.doc_frequency(field, term)`` (deleted documents counted, as Whoosh counts
+    them), each segment's answer read from its term table once per searcher."""
+    return sum(seg.doc_frequency(field, term) for seg in _segments(searcher)[1])
 
 
 def stored_fields(searcher, number: int) -> dict:
@@ -79,6 +86,8 @@ class _Segment:
         self.read_terms: Callable | None = None  # (position, length) -> bytes of the terms file
         self.id_prefix = b""
         self.read_stored: Callable | None = None
+        self.keycoder: Callable | None = None    # (field, term bytes) -> the terms table's key
+        self.dfs: dict[tuple[str, str], int] = {}
         self.names = frozenset(leaf.schema.names()) if getattr(leaf, "schema", None) else frozenset()
         for open_ in (self._open_terms, self._open_stored):
             try:
@@ -93,7 +102,7 @@ class _Segment:
         if type(terms) is not W3TermsReader or type(terms._tindex) is not OrderedHashReader:
             return
         prefix, read = terms._keycoder("id", b""), positioned_reader(terms._tindex.dbfile)
-        self.table, self.read_terms, self.id_prefix = terms._tindex, read, prefix
+        self.table, self.read_terms, self.id_prefix, self.keycoder = terms._tindex, read, prefix, terms._keycoder
 
     def _open_stored(self) -> None:
         from whoosh.codec.whoosh3 import STORED_COLUMN, W3PerDocReader
@@ -125,6 +134,22 @@ class _Segment:
         if df == 1 and first != _NO_ID:
             return None if self.leaf.is_deleted(first) else first
         return self._first_id(key)  # held twice: one writer wrote the id twice
+
+    def doc_frequency(self, field: str, term: str) -> int:
+        found = self.dfs.get((field, term))
+        if found is None:
+            if len(self.dfs) >= DFS_KEPT:
+                self.dfs.clear()
+            found = self.dfs[(field, term)] = self._doc_frequency(field, term)
+        return found
+
+    def _doc_frequency(self, field: str, term: str) -> int:
+        if self.keycoder is None or field not in self.names:
+            return self.leaf.doc_frequency(field, term)
+        info = self._term_info(self.keycoder(field, self.leaf.schema[field].to_bytes(term)))
+        if info is None:
+            return 0
+        return info[2] if info else self.leaf.doc_frequency(field, term)
 
     def _first_id(self, key: bytes) -> int | None:
         from whoosh.reading import TermNotFound

@@ -277,7 +277,7 @@ def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Pla
     """Analysed query terms minus learned stopwords, and the affordable subset to search."""
     counts = _query_counts(query, tuning)
     n = max(searcher.doc_count(), 1)
-    df = {t: searcher.doc_frequency(SCORED, t) for t in counts}
+    df = {t: lookups.doc_frequency(searcher, SCORED, t) for t in counts}
     if learned and counts:
         drop = {t for t in counts if t in learned and df[t] / n >= tuning.stop_df}
         kept = Counter({t: c for t, c in counts.items() if t not in drop})
@@ -445,7 +445,7 @@ def _feedback_terms(searcher, cands: list[_Cand], plan: _Plan,
             continue
         df = plan.df.get(t)
         if df is None:
-            df = plan.df[t] = searcher.doc_frequency(SCORED, t)
+            df = plan.df[t] = lookups.doc_frequency(searcher, SCORED, t)
         scored[t] = k * plan.idf(t)
     best = sorted(scored, key=lambda t: (-scored[t], t))[:tuning.prf_terms]
     out, cost = {}, plan.cost  # the expansion shares the query's postings budget
