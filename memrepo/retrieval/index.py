@@ -81,35 +81,60 @@ class MemoryIndex:
         self.stats = stats
         self.tuning = tuning or DEFAULT_TUNING
         self._cache: tuple[str, object] | None = None  # (generation, open searcher)
+        self._files: dict[str, tuple[tuple, str]] = {}  # path -> (its stat, its text)
+        self._complete: tuple | None = None  # (generation, CURRENT's stat) known to have its files
 
     # ---- state ---------------------------------------------------------------------
     def _current(self) -> str | None:
         """The live generation's name; None when missing or damaged (then it is rebuilt)."""
-        try:
-            name = (self.dir / "CURRENT").read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            return None
+        name = self._read(self.dir / "CURRENT")
+        name = name.strip() if name is not None else ""
         return name if re.fullmatch(r"gen-\d+", name) else None
 
     def _meta(self, gen: str) -> dict:
         try:
-            return json.loads((self.dir / f"{gen}.json").read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            return json.loads(self._read(self.dir / f"{gen}.json") or "")
+        except ValueError:
             return {}
+
+    def _read(self, path: Path) -> str | None:
+        """A small state file's text, read again only when it was replaced: both are written
+        whole, by rename (a search asks for them several times; ~0.1 ms each read)."""
+        key = str(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return None
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._files.get(key)
+        if known is None or known[0] != stamp:
+            try:
+                with open(key, encoding="utf-8") as fh:
+                    known = self._files[key] = (stamp, fh.read())
+            except (OSError, UnicodeDecodeError):
+                return None
+        return known[1]
 
     def exists(self) -> bool:
         """True when a complete index of this format is present.
 
         Cheap on purpose (runs before every search): the live generation is named, of this
-        format and has a Whoosh table of contents. A damaged index passes this check and
-        fails to open (:class:`IndexCorrupt`), which the service answers with a rebuild."""
+        format and has a Whoosh table of contents (looked for once per generation while
+        ``CURRENT`` is the same file). A damaged index passes this check and fails to open
+        (:class:`IndexCorrupt`), which the service answers with a rebuild."""
         gen = self._current()
         if gen is None or self._meta(gen).get("format") != FORMAT:
             return False
+        seen = (gen, self._files.get(str(self.dir / "CURRENT"), (None,))[0])
+        if self._complete == seen:
+            return True
         try:
-            return any((self.dir / gen).glob("_MAIN_*.toc"))
+            found = any((self.dir / gen).glob("_MAIN_*.toc"))
         except OSError:
             return False
+        if found:
+            self._complete = seen
+        return found
 
     def indexed_commit(self) -> str | None:
         """The git commit the index reflects (None when unknown or no index)."""

@@ -637,7 +637,7 @@ def _run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
 
 # ---- cheap change detection (no git process when nothing moved) ---------------------------
 
-def _file_stat(path: Path) -> tuple[int, int, int, int] | None:
+def _file_stat(path: Path | str) -> tuple[int, int, int, int] | None:
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -645,7 +645,7 @@ def _file_stat(path: Path) -> tuple[int, int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _small_file(path: Path) -> bytes | None:
+def _small_file(path: Path | str) -> bytes | None:
     try:
         with open(path, "rb") as fh:
             return fh.read(256)
@@ -658,14 +658,14 @@ def ref_stamp(root: Path, ref: str = "HEAD") -> tuple | None:
     (for HEAD), the loose ref's text and the stat of ``packed-refs``. Git rewrites each of them
     (lock file + rename) whenever the ref moves, so an equal stamp means the ref has not moved.
     None when this cannot be told cheaply (a linked worktree, the reftable format, a symbolic
-    ref of a symbolic ref): then ask git."""
-    gitdir = root / ".git"
-    if not gitdir.is_dir() or (gitdir / "reftable").exists():
+    ref of a symbolic ref): then ask git. (Plain string paths: this runs twice per search.)"""
+    gitdir = os.path.join(root, ".git", "")
+    if not os.path.isdir(gitdir) or os.path.exists(gitdir + "reftable"):
         return None
-    parts: list = [_file_stat(gitdir / "packed-refs")]
+    parts: list = [_file_stat(gitdir + "packed-refs")]
     name = ref
     if ref == "HEAD":
-        head = _small_file(gitdir / "HEAD")
+        head = _small_file(gitdir + "HEAD")
         if head is None:
             return None
         parts.append(head)
@@ -674,7 +674,7 @@ def ref_stamp(root: Path, ref: str = "HEAD") -> tuple | None:
         name = head[5:].strip().decode("utf-8", "replace")
     if not name.startswith("refs/") or ".." in name:
         return None
-    loose = _small_file(gitdir / name)
+    loose = _small_file(gitdir + name)
     if loose is not None and loose.startswith(b"ref:"):
         return None
     parts.append(loose)
@@ -704,8 +704,8 @@ def resolve(root: Path, ref: str = "HEAD") -> str | None:
 
 def index_stamp(root: Path) -> tuple[int, int, int, int] | None:
     """The stat of git's index file (rewritten by add, commit, checkout, reset, merge...)."""
-    gitdir = root / ".git"
-    return _file_stat(gitdir / "index") if gitdir.is_dir() else None
+    gitdir = os.path.join(root, ".git")
+    return _file_stat(os.path.join(gitdir, "index")) if os.path.isdir(gitdir) else None
 
 
 def worktree_changes(root: Path, paths: Iterable[str]) -> list[str]:
