@@ -29,19 +29,23 @@ def _searcher(ix: MemoryIndex):
 
 
 @pytest.fixture(scope="module")
-def searcher(tmp_path_factory):
+def index(tmp_path_factory):
     ix = MemoryIndex(Path(tmp_path_factory.mktemp("lookups")) / "index")
     ix.rebuild([_doc(i) for i in range(60)], commit="c1")
     # one writer writes m70 twice: Whoosh keeps both (the id's postings are two documents)
     ix.update(upserts=[_doc(70), _doc(70, "gamma"), _doc(71)], deletes=["m3"], commit="c2")
     # m5 and m71 are deleted where they were and written again in a newer segment
     ix.update(upserts=[_doc(5, "delta"), _doc(71, "epsilon")], deletes=["m7"], commit="c3")
-    s = _searcher(ix)
-    leaves = [leaf for leaf, _ in s.reader().leaf_readers()]
+    leaves = [leaf for leaf, _ in _searcher(ix).reader().leaf_readers()]
     assert len(leaves) == 3 and leaves[0].has_deletions() and leaves[1].has_deletions()
     assert leaves[1].doc_frequency("id", "m70") == 2
-    yield s
+    yield ix
     ix.close()
+
+
+@pytest.fixture(scope="module")
+def searcher(index):
+    return _searcher(index)
 
 
 IDS = [f"m{i}" for i in range(80)] + ["", "m", "m1x", "M1", "x" * 300, "数据库"]
@@ -66,6 +70,23 @@ def test_every_segment_is_read_directly(searcher):
     # the compound ones from their buffers
     segs = lookups._segments(searcher)[1]
     assert all(seg.table is not None and seg.read_stored is not None for seg in segs)
+
+
+def test_term_files_read_by_position_answer_as_whoosh_reads_them(index, searcher):
+    plain = index._open_ix().searcher()   # Whoosh's own reads, nothing of the search's set-up
+    try:
+        # the plain segment's term file is read by position (the compound ones are in memory)
+        assert "get" in vars(searcher.reader().leaf_readers()[0][0]._terms._dbfile)
+        terms = list(plain.reader().all_terms())
+        assert len(terms) > 100
+        for field, word in terms:
+            assert searcher.doc_frequency(field, word) == plain.doc_frequency(field, word), (field, word)
+            assert searcher.frequency(field, word) == plain.frequency(field, word), (field, word)
+            mine, theirs = searcher.reader().term_info(field, word), plain.reader().term_info(field, word)
+            assert (mine.doc_frequency(), mine.max_weight(), mine.min_id()) == \
+                (theirs.doc_frequency(), theirs.max_weight(), theirs.min_id())
+    finally:
+        plain.close()
 
 
 def test_a_single_segment_index(tmp_path):

@@ -320,6 +320,7 @@ def _open_searcher(ix, tuning: Tuning):
     try:
         for leaf, _ in searcher.reader().leaf_readers():
             _remember_term_lookups(leaf)
+            _read_terms_by_position(leaf)
             if leaf.doc_count_all():
                 for field in ("text", "keys", "summary"):
                     leaf.doc_field_length(0, field)
@@ -355,6 +356,20 @@ def _remember_term_lookups(leaf) -> None:
         return found
     table.ranges_for_key = ranges_for_key
     table._memrepo_remembers = True
+
+
+def _read_terms_by_position(leaf) -> None:
+    """Read a segment's term file by position. Whoosh reads it with a seek and a buffered read
+    per access (a term's document frequency, its info, each probe of the hash table), and the
+    buffered read fills 8 KB for the 4-40 bytes asked. The file never changes once written,
+    and every read of it after opening says where it reads (none relies on the position the
+    last one left), so a positioned read gives the same bytes."""
+    dbfile = getattr(getattr(leaf, "_terms", None), "_dbfile", None)
+    if dbfile is None or "get" in vars(dbfile) or getattr(dbfile, "_buf", None) is not None:
+        return  # another codec, already done, or an in-memory file (a compound segment)
+    read = lookups.positioned_reader(dbfile)
+    if read != dbfile.get:
+        dbfile.get = read
 
 
 def _next_gen(old: str | None) -> str:

@@ -101,7 +101,7 @@ class _Segment:
         terms = self.leaf._terms
         if type(terms) is not W3TermsReader or type(terms._tindex) is not OrderedHashReader:
             return
-        prefix, read = terms._keycoder("id", b""), _raw_reader(terms._tindex.dbfile)
+        prefix, read = terms._keycoder("id", b""), positioned_reader(terms._tindex.dbfile)
         self.table, self.read_terms, self.id_prefix, self.keycoder = terms._tindex, read, prefix, terms._keycoder
 
     def _open_stored(self) -> None:
@@ -114,7 +114,7 @@ class _Segment:
         if type(column) is not PickleColumn.Reader or type(column._child) is not CompressedBytesColumn.Reader:
             return
         chars = column._child
-        read = _raw_reader(chars._dbfile)
+        read = positioned_reader(chars._dbfile)
         offsets, lengths, start, decompress = chars._offsets, chars._lengths, chars._basepos, chars._decompress
         from pickle import loads
 
@@ -195,9 +195,10 @@ class _Segment:
         return fields
 
 
-def _raw_reader(dbfile) -> Callable[[int, int], bytes]:
-    """``dbfile.get`` without its seek and buffered read: a positioned read of a plain file,
-    a slice of an in-memory one (a compound segment); Whoosh's own ``get`` otherwise."""
+def positioned_reader(dbfile) -> Callable[[int, int], bytes]:
+    """``dbfile.get`` (the bytes at a position) without its seek and buffered read, which fills
+    an 8 KB buffer for the few bytes asked: a positioned read of a plain file, a slice of an
+    in-memory one (a compound segment); Whoosh's own ``get`` otherwise."""
     buf = getattr(dbfile, "_buf", None)
     if buf is not None:
         return lambda pos, length: bytes(buf[pos:pos + length])

@@ -285,8 +285,8 @@ class Snapshot:
         probe, read = max(ANN_PROBE_MIN, math.ceil(ANN_PROBE * len(ranked))), 0
         rows_parts, sims_parts, found = [], [], 0
         while read < len(ranked):
-            runs = [(int(ivf.offsets[j]), int(ivf.offsets[j + 1])) for j in np.sort(ranked[read:probe])]
-            runs = [(a, b) for a, b in runs if b > a]
+            lists = np.sort(ranked[read:probe])
+            runs = [(a, b) for a, b in zip(ivf.offsets[lists].tolist(), ivf.offsets[lists + 1].tolist()) if b > a]
             if runs:
                 rows = np.concatenate([ivf.order[a:b] for a, b in runs])
                 sims = np.concatenate([self.vecs[a:b] @ q for a, b in runs])
