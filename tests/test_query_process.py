@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memrepo import api
-from memrepo.retrieval import embed
+from memrepo.retrieval import embed, search
 from memrepo.review import writes as memories
 
 TEXTS = ["What is the connection pool limit of the orders database?", "我们家去年春天领养的小狗叫什么名字？",
@@ -116,8 +116,9 @@ def test_searching_again_moves_the_encoding_to_a_child_with_the_same_hits(semant
     assert encoder._remote is None  # switched off
 
     monkeypatch.delenv(embed.QUERY_PROCESS_ENV)
-    encoder._queries = 0
-    api.search(vault, queries[0])
+    encoder._searches = 0
+    search.search_many(vault, [search.make_query(q) for q in queries])   # one batch is one search
+    assert encoder._remote is None
     api.search(vault, queries[1])   # a second search starts the child
     remote = encoder._remote
     assert remote is not None

@@ -20,7 +20,7 @@ import hashlib
 import importlib.util
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -80,7 +80,7 @@ class Encoder:
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._ahead = None
-        self._queries = 0
+        self._searches = 0
         self._remote: QueryProcess | None = None
 
     def _load(self):
@@ -134,32 +134,42 @@ class Encoder:
 
     def query_soon(self, text: str) -> Future | QueryVector:
         """:meth:`query` begun now, its vector taken when the ranking needs it (``.result()``):
-        a search encodes its query while it consults git and ranks the keywords.
+        one search's :meth:`queries_soon`."""
+        return self.queries_soon([text])[text]
 
-        The first queries of a process are encoded on this encoder's own thread. From the
-        second on (a process that searches again: the MCP server, the background server, a
+    def queries_soon(self, texts: Iterable[str]) -> dict[str, Future | QueryVector]:
+        """The vectors of one search's query texts begun now (each taken with ``.result()``
+        when the ranking needs it): a search encodes its queries while it consults git and
+        ranks the keywords.
+
+        A process's first search encodes them on this encoder's own thread. From its second
+        search on (a process that searches again: the MCP server, the background server, a
         program calling the API), a child process encodes them when there is a second core
         (:class:`QueryProcess`): on a thread the model's Python parts and the ranking's
         contend for the GIL, and with 5 ms switch intervals the encoding ended later than the
         keyword ranking (no gain over encoding in place); in its own process it overlaps in
-        full. Until the child has loaded the model, and if it ever fails, the thread encodes."""
+        full. Until the child has loaded the model, and if it ever fails, the thread encodes.
+        (A batch of queries is one search: a one-off batch process starts no child.)"""
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return {}
         remote = self._query_process()
         if remote is not None:
-            return remote.submit(text, self.query)
+            return {text: remote.submit(text, self.query) for text in texts}
         if self._ahead is None:
             with self._lock:
                 if self._ahead is None:
                     from concurrent.futures import ThreadPoolExecutor
                     self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memrepo-encode")
-        return self._ahead.submit(self.query, text)
+        return {text: self._ahead.submit(self.query, text) for text in texts}
 
     def _query_process(self) -> QueryProcess | None:
-        """The child process encoding this process's queries once it is ready (started at the
-        second query; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
+        """The child process encoding this process's queries once it is ready (started at its
+        second search; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
         remote = self._remote
         if remote is None:
-            self._queries += 1
-            if self._queries < 2 or not QueryProcess.wanted():
+            self._searches += 1
+            if self._searches < 2 or not QueryProcess.wanted():
                 return None
             with self._lock:
                 if self._remote is None:
