@@ -8,6 +8,8 @@ beat dictionary segmentation: a two-character query such as 数据库 matches �
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Collection
 from functools import lru_cache
 
 from whoosh.lang.porter import stem as _porter_stem
@@ -75,3 +77,67 @@ def terms(text: str, *, stopwords: frozenset[str] = ENGLISH_STOPWORDS,
         elif tok not in stopwords:
             out.append(stem(tok.replace("’", "'")))
     return out
+
+
+class TermCounter:
+    """Counts a fixed set of terms in texts: ``counter(text)`` is
+    ``Counter(terms(text, unigrams=unigrams))`` restricted to ``wanted``, without listing every
+    term of the text: each distinct Latin word is stemmed once, and a CJK term is counted in
+    the text's CJK runs (a bigram as a substring, overlaps included; a single character as a
+    one-character run, or anywhere with ``unigrams``) instead of listing every bigram (unless
+    the text has fewer characters than terms are wanted). The re-rank counts the query's terms
+    in a few dozen memories."""
+
+    def __init__(self, wanted: Collection[str], *, unigrams: bool = False) -> None:
+        self.wanted = frozenset(wanted)
+        self.latin = frozenset(t for t in self.wanted if not is_cjk(t))
+        grams = [t for t in self.wanted if len(t) <= 2 and all(map(is_cjk, t))]   # what a CJK run yields
+        self.single = [t for t in grams if len(t) == 1]
+        self.pairs = [t for t in grams if len(t) == 2 and t[0] != t[1]]
+        self.doubled = [t for t in grams if len(t) == 2 and t[0] == t[1]]   # "aa" twice in "aaa"
+        self.unigrams = unigrams
+
+    def __call__(self, text: str) -> Counter:
+        out: Counter = Counter()
+        if text.isascii():  # no CJK and no ’: the words alone (raw_tokens' ASCII way, lower-cased once)
+            if self.latin:
+                for tok, n in Counter(_ASCII_TOKEN_RE.findall(text.lower())).items():
+                    if tok not in ENGLISH_STOPWORDS:
+                        term = stem(tok)
+                        if term in self.latin:
+                            out[term] += n
+            return out
+        tokens = Counter(raw_tokens(text))
+        latin, runs = self.latin, []
+        for tok, n in tokens.items():
+            if is_cjk(tok):
+                runs.append(tok)
+            elif latin and tok not in ENGLISH_STOPWORDS:
+                term = stem(tok.replace("’", "'"))
+                if term in latin:
+                    out[term] += n
+        if not runs or not (self.single or self.pairs or self.doubled):
+            return out
+        if sum(len(run) * tokens[run] for run in runs) < len(self.single) + len(self.pairs) + len(self.doubled):
+            # less text than terms wanted (a long question, a short memory): list its grams
+            wanted = self.wanted
+            for run in runs:
+                for gram in cjk_grams(run, unigrams=self.unigrams):
+                    if gram in wanted:
+                        out[gram] += tokens[run]
+            return out
+        # every occurrence of each run, one separator apart: a gram never spans two runs
+        blob = "|".join(run for run in runs for _ in range(tokens[run]))
+        for term in self.pairs:
+            n = blob.count(term)
+            if n:
+                out[term] = n
+        for term in self.single:
+            n = blob.count(term) if self.unigrams else tokens.get(term, 0)
+            if n:
+                out[term] = n
+        for term in self.doubled:
+            n = sum(1 for i in range(len(blob) - 1) if blob.startswith(term, i))
+            if n:
+                out[term] = n
+        return out

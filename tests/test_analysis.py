@@ -1,4 +1,10 @@
 """Analyzers and query routing: the terms the index stores are the terms a query asks for."""
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memrepo import text
 from memrepo.retrieval.analysis import detect_intent, key_terms, memory_analyzer, query_keys
 from memrepo.text import terms
 
@@ -86,3 +92,31 @@ def test_the_ascii_tokenizer_finds_what_the_full_pattern_finds():
         assert snippets._ASCII_WORD_RE.findall(s) == words.findall(s)
     agree()
     assert text.raw_tokens("don't re-use foo_bar's 数据库 café’s") == ["don't", "re", "use", "foo", "bar's", "数据库", "café’s"]
+
+
+_MIXED = st.lists(st.sampled_from(list("数据库连接池池池ab Ab'’-_|.\n1") + ["running", "the", "Caches", "数"]),
+                  max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_MIXED, extra=st.lists(st.sampled_from(["数", "池池", "数据库", "数|", "|", "run", "cach", "the", "a"]),
+                                    max_size=4),
+       unigrams=st.booleans(), keep=st.integers(0, 7))
+def test_term_counts_are_the_terms_counted(value, extra, unigrams, keep):
+    _check_term_counter(value, extra, unigrams, keep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(alphabet=st.characters(max_codepoint=127), max_size=80),
+       extra=st.lists(st.sampled_from(["run", "cach", "the", "a", "abc"]), max_size=3),
+       unigrams=st.booleans(), keep=st.integers(0, 7))
+def test_term_counts_of_ascii_text_are_the_terms_counted(value, extra, unigrams, keep):
+    _check_term_counter(value, extra, unigrams, keep)
+
+
+def _check_term_counter(value, extra, unigrams, keep):
+    # the re-rank counts a few query terms in a memory's text without listing all its terms
+    every = Counter(text.terms(value, unigrams=unigrams))
+    wanted = {t for i, t in enumerate(sorted(every)) if i % 8 != keep} | set(extra)
+    assert text.TermCounter(wanted, unigrams=unigrams)(value) == Counter(
+        {t: n for t, n in every.items() if t in wanted})

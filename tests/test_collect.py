@@ -253,3 +253,12 @@ def test_scores_of_reads_only_the_blocks_of_the_given_documents(big, terms, pick
     assert scores_of(big, terms, field_b(DEFAULT_TUNING), DEFAULT_TUNING.k1, picks, work=work) == expected
     # each document is in one block of each term at most (the others are not decoded)
     assert work.blocks_read <= len(docs) * len(terms)
+
+
+def test_field_lengths_are_the_searchers_own(searcher, big_index):
+    # several segments, deletions, rewritten documents; every document of both indexes
+    for s in (searcher, big_index):
+        docs = range(s.doc_count_all())
+        lengths = collect.field_lengths(s, "text", docs)
+        assert lengths == {d: s.doc_field_length(d, "text") or 0 for d in docs}
+        assert len(set(lengths.values())) > 5

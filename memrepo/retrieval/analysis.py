@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
+from functools import lru_cache
 
 from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import TEXT
@@ -82,13 +83,16 @@ def key_terms(value: str) -> list[str]:
     """Terms of identifier-like text: each whole key plus its analysed parts."""
     out: list[str] = []
     for key in value.split():
-        low = key.lower()
-        out.append(low)
-        for part in text.terms(low.replace(".", " ").replace("_", " ").replace("-", " "),
-                               unigrams=False):
-            if part != low:
-                out.append(part)
+        out.extend(_key_terms(key))
     return out
+
+
+@lru_cache(maxsize=65536)
+def _key_terms(key: str) -> tuple[str, ...]:
+    """One key's terms (cached: subjects, tags and facts repeat from memory to memory)."""
+    low = key.lower()
+    parts = text.terms(low.replace(".", " ").replace("_", " ").replace("-", " "), unigrams=False)
+    return (low, *(part for part in parts if part != low))
 
 
 PROSE, KEYS, EXACT, LEAD = "p", "k", "x", "l"

@@ -22,6 +22,7 @@ from operator import add
 from typing import Iterable, Iterator
 
 _LENGTHS = "_memrepo_lengths"  # per-searcher cache of decoded field lengths
+_NORMS = "_memrepo_norms"      # per-searcher cache of BM25's length norms per field
 
 
 @dataclass
@@ -308,12 +309,12 @@ def scores_of(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
     out: dict[int, float] = {}
     if not want:
         return out
-    for seg in _segments(searcher, terms, field_b, k1):
-        local = [d - seg.offset for d in want if seg.offset <= d < seg.end]
+    for seg in _segments(searcher, terms, field_b, k1, bounds=False):
+        local = [d - seg.offset for d in want[bisect_left(want, seg.offset):bisect_left(want, seg.end)]]
         if not local:
             continue
         blocks, j = _Blocks(seg), 0   # local[j] is the next document to look for
-        for n, last, _ in blocks:
+        for n, last in blocks.headers():
             if j == len(local):
                 break
             if local[j] > last:
@@ -370,18 +371,17 @@ class _Segment:
 
 
 def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[str, float],
-              k1: float) -> Iterator[_Segment]:
+              k1: float, bounds: bool = True) -> Iterator[_Segment]:
     """Each query term in each segment that holds it, with the term's idf and length norms
-    (the norm of each of the 256 encoded lengths computed as Whoosh computes it per posting)."""
+    (the norm of each of the 256 encoded lengths computed as Whoosh computes it per posting)
+    and, with ``bounds``, its postings and score bound in the segment (one more term lookup)."""
     top = searcher.get_parent()
     for field, text, boost in terms:
         btext = top.schema[field].to_bytes(text)
         if (field, btext) not in top.reader():
             continue
-        b = field_b.get(field, field_b[""])
-        avgfl = top.avg_field_length(field) or 1
         idf = top.idf(field, btext)
-        norm = [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
+        norm = _norms(top, field, field_b.get(field, field_b[""]), k1)
         for leaf, offset in top.leaf_searchers():
             reader = leaf.reader()
             if (field, btext) not in reader:
@@ -389,9 +389,22 @@ def _segments(searcher, terms: Iterable[tuple[str, str, float]], field_b: dict[s
             deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
             seg = _Segment(reader, btext, field, offset, offset + reader.doc_count_all(), deleted,
                            _length_codes(top, reader, field), idf, norm, boost, k1 + 1)
-            info = reader.term_info(field, btext)
-            seg.df, seg.bound = info.doc_frequency(), seg.bound_of(info.max_weight(), info.min_length())
+            if bounds:
+                info = reader.term_info(field, btext)
+                seg.df, seg.bound = info.doc_frequency(), seg.bound_of(info.max_weight(), info.min_length())
             yield seg
+
+
+def _norms(top, field: str, b: float, k1: float) -> list[float]:
+    """BM25's length part of the denominator for each of the 256 length codes of ``field``
+    (the same for every term of a searcher: computed once)."""
+    cache = top.__dict__.setdefault(_NORMS, {})
+    key = (field, b, k1)
+    norm = cache.get(key)
+    if norm is None:
+        avgfl = top.avg_field_length(field) or 1
+        norm = cache[key] = [k1 * ((1 - b) + b * fl / avgfl) for fl in _length_table()]
+    return norm
 
 
 class _Blocks:
@@ -420,6 +433,19 @@ class _Blocks:
             return
         while m.is_active():
             yield m._blocklength, m._maxid, min(seg.bound, seg.bound_of(m._maxweight, m._minlength))
+            m._next_block()
+
+    def headers(self) -> Iterator[tuple[int, int]]:
+        """Each block's ``(postings, last docnum)`` from its header alone (no bound computed);
+        :meth:`read` decodes the current one."""
+        m = self.matcher
+        if not self.whoosh3:
+            self.all = _postings(m)
+            if self.all[0]:
+                yield len(self.all[0]), self.all[0][-1]
+            return
+        while m.is_active():
+            yield m._blocklength, m._maxid
             m._next_block()
 
     def each(self) -> Iterator[tuple]:
@@ -467,6 +493,21 @@ def _postings(matcher) -> tuple[list[int], list[float]]:
         weights.append(matcher.weight())
         matcher.next()
     return ids, weights
+
+
+def field_lengths(searcher, field: str, docnums: Iterable[int]) -> dict[int, int]:
+    """The length of ``field`` in each of ``docnums`` as ``searcher.doc_field_length`` decodes
+    it (0 where it has none), from the length codes read once per searcher (the re-rank's
+    BM25 of the common terms left out of the search: one column read per candidate before)."""
+    top = searcher.get_parent()
+    leaves = top.leaf_searchers()
+    offsets = [offset for _, offset in leaves]
+    table = _length_table()
+    out = {}
+    for docnum in docnums:
+        leaf, offset = leaves[bisect_right(offsets, docnum) - 1]
+        out[docnum] = table[_length_codes(top, leaf.reader(), field)[docnum - offset]]
+    return out
 
 
 @cache

@@ -143,7 +143,7 @@ class _Cand:
     bm25: float
     coverage: float
     score: float = 0.0
-    seen: Counter | None = None
+    seen: Counter | None = None    # the query's terms in the memory's text (_seen)
     keyword: float = 0.0           # bm25 / the pool's best while ranking; then the coverage (reported)
     cosine: float | None = None    # semantic similarity (hybrid ranking only)
 
@@ -156,6 +156,13 @@ class _Plan:
     searched: dict[str, float]     # term -> query boost, the terms given to Whoosh
     n: int                         # documents in the index
     cost: int = 0                  # postings of the searched terms
+    counters: dict[bool, text.TermCounter] = dc_field(default_factory=dict)
+
+    def counter(self, unigrams: bool) -> text.TermCounter:
+        """Counts the query's terms that some memory holds in a memory's text."""
+        if unigrams not in self.counters:
+            self.counters[unigrams] = text.TermCounter([t for t in self.terms if self.df.get(t)], unigrams=unigrams)
+        return self.counters[unigrams]
 
     def idf(self, term: str) -> float:
         df = self.df.get(term, 0)
@@ -409,8 +416,9 @@ def _docset(searcher, q) -> set[int] | None:
     return docs
 
 
-def _seen(c: _Cand, unigrams: bool = True) -> Counter:
-    """Terms of the memory (all of its text, tags and keys), from its stored fields."""
+def _seen(c: _Cand, plan: _Plan, unigrams: bool) -> Counter:
+    """How often each query term (that some memory holds) occurs in the memory (all of its
+    text, tags and keys), from its stored fields."""
     if c.seen is None:
         f = c.fields
         tags = " ".join((f.get("meta") or {}).get("tags", ()))
@@ -418,16 +426,17 @@ def _seen(c: _Cand, unigrams: bool = True) -> Counter:
         if summary and summary in body:  # usually the body's first sentence: count it once
             summary = ""
         from memrepo.retrieval.analysis import key_terms
-        seen = Counter(text.terms(f"{summary} {body} {tags}", unigrams=unigrams))
-        seen.update(key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}"))
+        count = plan.counter(unigrams)
+        seen = count(f"{summary} {body} {tags}")
+        seen.update(t for t in key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}") if t in count.wanted)
         c.seen = seen
     return c.seen
 
 
-def _coverage(c: _Cand, idf: dict[str, float], unigrams: bool) -> float:
+def _coverage(c: _Cand, idf: dict[str, float], plan: _Plan, unigrams: bool) -> float:
     """Idf-weighted share of the query terms that occur in the memory (0..1)."""
     if c.coverage < 0:
-        seen = _seen(c, unigrams)
+        seen = _seen(c, plan, unigrams)
         total = sum(idf.values()) or 1.0
         c.coverage = sum(v for t, v in idf.items() if t in seen) / total
     return c.coverage
@@ -492,11 +501,11 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
     if not idf:
         idf = {}
     floor = min(tuning.floor, 1.5 / len(idf)) if idf else 2.0
-    if not any(_coverage(c, idf, uni) >= floor or close(c) for c in cands[:limit]):
+    if not any(_coverage(c, idf, plan, uni) >= floor or close(c) for c in cands[:limit]):
         return []
     kept = []
     for c in cands:
-        if _coverage(c, idf, uni) >= floor * tuning.hit_floor or close(c):
+        if _coverage(c, idf, plan, uni) >= floor * tuning.hit_floor or close(c):
             kept.append(c)
             if len(kept) >= limit:
                 break
@@ -521,9 +530,11 @@ def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]
     """Add the BM25 share of the common terms that were not searched, for the pool only."""
     k1, b = tuning.k1, tuning.b
     avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
+    from memrepo.retrieval.collect import field_lengths
+    lengths = field_lengths(searcher, SCORED, [c.docnum for c in cands])
     for c in cands:
-        seen = _seen(c, unigrams)
-        length = searcher.doc_field_length(c.docnum, SCORED, 1) or 1
+        seen = _seen(c, plan, unigrams)
+        length = lengths[c.docnum] or 1
         norm = k1 * (1.0 - b + b * length / avg)
         for t in skipped:
             tf = seen.get(t, 0)
