@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memrepo import api
-from memrepo.retrieval import embed
+from memrepo.retrieval import embed, search
 from memrepo.review import writes as memories
 
 TEXTS = ["What is the connection pool limit of the orders database?", "我们家去年春天领养的小狗叫什么名字？",
@@ -72,7 +72,7 @@ def test_a_child_that_dies_or_hangs_is_given_up_and_the_caller_encodes(semantic,
 
 
 def test_a_child_that_cannot_load_the_model_leaves_the_thread_encoding(semantic):
-    # a child that says it failed (as serve_queries does when the model will not load)
+    # a child that says it failed (as serve does when the model will not load)
     failed = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'\\x06\\x00\\x00\\x00failed')"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     remote = embed.QueryProcess(failed)
@@ -116,8 +116,9 @@ def test_searching_again_moves_the_encoding_to_a_child_with_the_same_hits(semant
     assert encoder._remote is None  # switched off
 
     monkeypatch.delenv(embed.QUERY_PROCESS_ENV)
-    encoder._queries = 0
-    api.search(vault, queries[0])
+    encoder._searches = 0
+    search.search_many(vault, [search.make_query(q) for q in queries])   # one batch is one search
+    assert encoder._remote is None
     api.search(vault, queries[1])   # a second search starts the child
     remote = encoder._remote
     assert remote is not None
@@ -134,3 +135,37 @@ def test_searching_again_moves_the_encoding_to_a_child_with_the_same_hits(semant
         [[(h.id, h.score, h.semantic_score) for h in r.hits] for r in in_thread]
     remote.close()
     encoder._remote = None
+
+
+def test_a_bulk_encoding_from_a_script_without_a_main_guard(semantic, tmp_path):
+    """The bulk workers are plain children: a caller's script is not run again in them (with
+    multiprocessing's spawn it was, and a script without a main guard failed)."""
+    script = tmp_path / "agent_script.py"
+    script.write_text("print('top level ran', flush=True)\n"
+                      "from memrepo.retrieval import embed\n"
+                      "texts = [f'memory number {i} about topic {i % 7}' for i in range(1200)]\n"
+                      "arrays = list(embed.Encoder(embed.user_cache_dir())._parallel(texts, 2, None))\n"
+                      "print(sum(len(a) for a in arrays), flush=True)\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["top level ran", "1200"]
+
+
+def test_a_bulk_worker_that_fails_leaves_its_chunks_to_the_caller(semantic, monkeypatch):
+    texts = [f"note {i}: 数据库连接池 pool size {i}" for i in range(3 * embed.CHUNK // 2)]
+    encoder = embed.Encoder(embed.user_cache_dir())
+    serial = np.concatenate([encoder._load().encode(texts[i:i + embed.BATCH]) for i in range(0, len(texts), embed.BATCH)])
+    started = embed._start_child
+    calls = []
+
+    def one_dies(cache_dir, *, bulk):
+        calls.append(bulk)
+        if len(calls) == 1:   # a worker that ends at once (as one whose model fails to load)
+            return subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        return started(cache_dir, bulk=bulk)
+    monkeypatch.setattr(embed, "_start_child", one_dies)
+    seen: list[int] = []
+    parallel = np.concatenate(list(encoder._parallel(texts, 2, seen.append)))
+    assert calls == [True, True]
+    assert seen == [embed.CHUNK, len(texts)]
+    assert np.allclose(parallel, serial, atol=1e-6)

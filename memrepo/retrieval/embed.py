@@ -20,7 +20,7 @@ import hashlib
 import importlib.util
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -80,7 +80,7 @@ class Encoder:
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._ahead = None
-        self._queries = 0
+        self._searches = 0
         self._remote: QueryProcess | None = None
 
     def _load(self):
@@ -115,18 +115,50 @@ class Encoder:
                 progress(min(start + BATCH, len(texts)))
 
     def _parallel(self, texts: list[str], n: int, progress: Callable[[int], None] | None) -> Iterator:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        """:meth:`batches` on ``n`` worker processes, ``CHUNK`` texts a task, the arrays in order.
+
+        Each worker is a plain ``python -c`` child (as :class:`QueryProcess`: multiprocessing's
+        spawn would run the caller's script again in each, and a script without a main guard
+        then failed). A worker has one chunk at a time: it writes its answer before it reads
+        the next chunk, so sending it more could block both. A worker that fails, ends or
+        stops answering leaves its chunks to this process; the vectors are the same."""
+        import json
+
+        import numpy as np
         chunks = [texts[i:i + CHUNK] for i in range(0, len(texts), CHUNK)]
-        # spawn, not fork: the parent may hold threads (the MCP server, OpenBLAS)
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
-                                 initargs=(None if self.cache_dir is None else str(self.cache_dir),)) as pool:
+        procs = [_start_child(self.cache_dir, bulk=True) for _ in range(min(n, len(chunks)))]
+
+        def send(i: int) -> None:
+            proc = procs[i % len(procs)]
+            if proc is not None:
+                try:
+                    _send(proc.stdin, json.dumps(chunks[i]).encode())
+                except (OSError, ValueError):
+                    _stop(proc)
+                    procs[i % len(procs)] = None
+        try:
+            for i in range(len(procs)):
+                send(i)
             done = 0
-            for array in pool.map(_worker_encode, chunks):
-                done += len(array)
+            for i, chunk in enumerate(chunks):
+                k = i % len(procs)
+                data = _answer(procs[k], BULK_TIMEOUT) if procs[k] is not None else None
+                if data is None and procs[k] is not None:
+                    _stop(procs[k])
+                    procs[k] = None
+                if i + len(procs) < len(chunks):
+                    send(i + len(procs))
+                if data is not None and len(data) == len(chunk) * DIM * 4:
+                    array = np.frombuffer(data, dtype=np.float32).reshape(len(chunk), DIM)
+                else:   # this worker failed (on this chunk or for good): encoded here
+                    array = self._load().encode(chunk)
+                done += len(chunk)
                 yield array
                 if progress:
                     progress(done)
+        finally:
+            for proc in procs:
+                _stop(proc)
 
     def query(self, text: str):
         """The model's vector of one query (one row)."""
@@ -134,32 +166,42 @@ class Encoder:
 
     def query_soon(self, text: str) -> Future | QueryVector:
         """:meth:`query` begun now, its vector taken when the ranking needs it (``.result()``):
-        a search encodes its query while it consults git and ranks the keywords.
+        one search's :meth:`queries_soon`."""
+        return self.queries_soon([text])[text]
 
-        The first queries of a process are encoded on this encoder's own thread. From the
-        second on (a process that searches again: the MCP server, the background server, a
+    def queries_soon(self, texts: Iterable[str]) -> dict[str, Future | QueryVector]:
+        """The vectors of one search's query texts begun now (each taken with ``.result()``
+        when the ranking needs it): a search encodes its queries while it consults git and
+        ranks the keywords.
+
+        A process's first search encodes them on this encoder's own thread. From its second
+        search on (a process that searches again: the MCP server, the background server, a
         program calling the API), a child process encodes them when there is a second core
         (:class:`QueryProcess`): on a thread the model's Python parts and the ranking's
         contend for the GIL, and with 5 ms switch intervals the encoding ended later than the
         keyword ranking (no gain over encoding in place); in its own process it overlaps in
-        full. Until the child has loaded the model, and if it ever fails, the thread encodes."""
+        full. Until the child has loaded the model, and if it ever fails, the thread encodes.
+        (A batch of queries is one search: a one-off batch process starts no child.)"""
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return {}
         remote = self._query_process()
         if remote is not None:
-            return remote.submit(text, self.query)
+            return {text: remote.submit(text, self.query) for text in texts}
         if self._ahead is None:
             with self._lock:
                 if self._ahead is None:
                     from concurrent.futures import ThreadPoolExecutor
                     self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memrepo-encode")
-        return self._ahead.submit(self.query, text)
+        return {text: self._ahead.submit(self.query, text) for text in texts}
 
     def _query_process(self) -> QueryProcess | None:
-        """The child process encoding this process's queries once it is ready (started at the
-        second query; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
+        """The child process encoding this process's queries once it is ready (started at its
+        second search; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
         remote = self._remote
         if remote is None:
-            self._queries += 1
-            if self._queries < 2 or not QueryProcess.wanted():
+            self._searches += 1
+            if self._searches < 2 or not QueryProcess.wanted():
                 return None
             with self._lock:
                 if self._remote is None:
@@ -169,7 +211,8 @@ class Encoder:
 
 
 QUERY_PROCESS_ENV = "MEMREPO_QUERY_PROCESS"
-QUERY_TIMEOUT = 30.0  # seconds without an answer after which the child is given up
+QUERY_TIMEOUT = 30.0   # seconds without an answer after which a query child is given up
+BULK_TIMEOUT = 600.0   # ... and a bulk worker (a chunk of 500 memories takes ~10 s)
 
 
 class QueryProcess:
@@ -178,7 +221,7 @@ class QueryProcess:
     order sent (each message a 4-byte length and its bytes); a child that fails, ends or stops
     answering is given up on its next use, and every text it still owed is encoded by the
     caller, so a search never fails for it. The child is a plain ``python -c`` of
-    :func:`serve_queries` (multiprocessing's spawn would run the caller's script again in it)
+    :func:`serve` (multiprocessing's spawn would run the caller's script again in it)
     and ends with this process: its stdin closes. It ignores Ctrl-C, the parent's to handle."""
 
     def __init__(self, proc) -> None:
@@ -199,27 +242,16 @@ class QueryProcess:
 
     @classmethod
     def start(cls, cache_dir: Path | None) -> QueryProcess:
-        import os
-        import subprocess
-        import sys
-        root = str(Path(__file__).resolve().parents[2])   # where this memrepo is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        code = f"from memrepo.retrieval.embed import serve_queries; serve_queries({str(cache_dir) if cache_dir else None!r})"
-        try:
-            proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=env, bufsize=0)   # unbuffered: select() sees all
-        except OSError:   # no processes left: the thread encodes
-            return cls(None)
-        return cls(proc)
+        return cls(_start_child(cache_dir, bulk=False))
 
     def ready(self) -> bool:
         """Whether the child has loaded the model (without waiting for it)."""
         if self._state == "starting" and self._lock.acquire(blocking=False):
             try:
-                if self._state == "starting" and self._waiting(0):
-                    self._state = "ready" if self._read() == b"ready" else "failed"
-            except (EOFError, OSError):
-                self._fail()
+                if self._state == "starting" and _waiting(self._proc, 0):
+                    self._state = "ready" if _answer(self._proc, 0) == b"ready" else "failed"
+                    if self._state == "failed":
+                        self._fail()
             finally:
                 self._lock.release()
         return self._state == "ready"
@@ -240,11 +272,8 @@ class QueryProcess:
         import numpy as np
         with self._lock:
             while not future.answered and self._state == "ready" and self._owed:
-                try:
-                    if not self._waiting(QUERY_TIMEOUT):
-                        raise TimeoutError("the query encoder did not answer")
-                    data = self._read()
-                except (EOFError, OSError):
+                data = _answer(self._proc, QUERY_TIMEOUT)
+                if data is None:   # ended, failed or hung: given up
                     self._fail()
                     break
                 head = self._owed.popleft()
@@ -252,25 +281,10 @@ class QueryProcess:
                 if len(data) == DIM * 4:
                     head.vector = np.frombuffer(data, dtype=np.float32).copy()
 
-    def _waiting(self, timeout: float) -> bool:
-        import select
-        return bool(select.select([self._proc.stdout], [], [], timeout)[0])
-
-    def _read(self) -> bytes:
-        size = int.from_bytes(_exactly(self._proc.stdout, 4), "little")
-        return _exactly(self._proc.stdout, size)
-
     def _fail(self) -> None:
         self._state = "failed"
         self._owed.clear()   # each of them is encoded by its caller
-        if self._proc is not None:
-            try:
-                self._proc.kill()
-                self._proc.wait(5)
-                self._proc.stdin.close()
-                self._proc.stdout.close()
-            except Exception:
-                pass
+        _stop(self._proc)
 
     def close(self) -> None:
         with self._lock:
@@ -293,6 +307,55 @@ class QueryVector:
         return self.vector
 
 
+def _start_child(cache_dir: Path | None, *, bulk: bool):
+    """A ``python -c`` child running :func:`serve` with pipes for stdin and stdout, or None
+    when no process can be started (then this process encodes)."""
+    import os
+    import subprocess
+    import sys
+    root = str(Path(__file__).resolve().parents[2])   # where this memrepo is imported from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    code = f"from memrepo.retrieval.embed import serve; serve({str(cache_dir) if cache_dir else None!r}, bulk={bulk!r})"
+    try:   # unbuffered: select() sees every byte not yet read
+        return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, bufsize=0)
+    except OSError:
+        return None
+
+
+def _waiting(proc, timeout: float) -> bool:
+    import select
+    return bool(select.select([proc.stdout], [], [], timeout)[0])
+
+
+def _answer(proc, timeout: float) -> bytes | None:
+    """The child's next message; None when it ended, failed or sent nothing for ``timeout`` s."""
+    try:
+        if not _waiting(proc, timeout):
+            return None
+        return _exactly(proc.stdout, int.from_bytes(_exactly(proc.stdout, 4), "little"))
+    except (EOFError, OSError, ValueError):
+        return None
+
+
+def _stop(proc) -> None:
+    if proc is None:
+        return
+    try:
+        proc.stdin.close()   # the child's signal to end
+    except OSError:
+        pass
+    try:
+        proc.wait(0.5)
+    except Exception:
+        proc.kill()
+        proc.wait()
+    try:
+        proc.stdout.close()
+    except OSError:
+        pass
+
+
 def _send(stream, data: bytes) -> None:
     message = memoryview(len(data).to_bytes(4, "little") + data)
     while message:
@@ -310,37 +373,46 @@ def _exactly(stream, n: int) -> bytes:
     return data
 
 
-def serve_queries(cache_dir: str | None) -> None:
-    """The child of :class:`QueryProcess`: load the model, then answer each text read from
-    stdin with its vector's bytes (empty when it could not be encoded) until stdin closes."""
+def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
+    """A child of this module's encoding: load the model, then answer each message read from
+    stdin until stdin closes. A query child (:class:`QueryProcess`) first says ``ready`` (or
+    ``failed``), then answers each query text with its vector's bytes; a bulk worker
+    (:meth:`Encoder._parallel`) answers each JSON list of texts with their vectors' bytes. An
+    empty answer: it could not encode that message."""
+    import json
     import signal
     import sys
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     encoder = Encoder(Path(cache_dir) if cache_dir else None)
     try:
-        encoder._load()
+        # the tokenizer's whole vocabulary as a dict (~0.3 s, ~35 MB once): a query's
+        # encoding 8-9 -> 5-6 ms of CPU in a process that lives as long as its parent
+        _full_vocabulary(encoder._load())
     except Exception:
         _send(out, b"failed")
         return
-    _send(out, b"ready")
+    if not bulk:
+        _send(out, b"ready")
     while True:
         try:
-            text = _exactly(inp, int.from_bytes(_exactly(inp, 4), "little")).decode("utf-8", "surrogatepass")
+            message = _exactly(inp, int.from_bytes(_exactly(inp, 4), "little"))
         except (EOFError, OSError):
             return
         try:
-            vector = encoder.query(text).astype("float32").tobytes()
+            if bulk:
+                answer = encoder._load().encode(json.loads(message)).astype("float32").tobytes()
+            else:
+                answer = encoder.query(message.decode("utf-8", "surrogatepass")).astype("float32").tobytes()
         except Exception:
-            vector = b""
+            answer = b""
         try:
-            _send(out, vector)
+            _send(out, answer)
         except OSError:
             return
 
 
 _SHARED: dict[Path | None, Encoder] = {}
-_WORKER: Encoder | None = None
 WORKERS_ENV = "MEMREPO_ENCODE_WORKERS"
 
 
@@ -356,17 +428,6 @@ def workers() -> int:
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     return max(1, min(cores, 8))
-
-
-def _worker_start(cache_dir: str | None) -> None:
-    global _WORKER
-    _WORKER = Encoder(Path(cache_dir) if cache_dir else None)
-    _full_vocabulary(_WORKER._load())
-
-
-def _worker_encode(texts: list[str]):
-    assert _WORKER is not None
-    return _WORKER._load().encode(texts)
 
 
 def user_cache_dir() -> Path:

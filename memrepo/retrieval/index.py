@@ -286,9 +286,7 @@ class MemoryIndex:
         if semantic is not None:
             vectors, encoder = semantic
             ahead = dict(ahead or {})
-            for text in self.query_texts(qs):
-                if text not in ahead:
-                    ahead[text] = encoder.query_soon(text)
+            ahead.update(encoder.queries_soon([text for text in self.query_texts(qs) if text not in ahead]))
             extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, self.tuning)])
                      for q in qs]
         reopened = False

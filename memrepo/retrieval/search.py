@@ -421,7 +421,7 @@ def _encode_ahead(vault: Vault, queries: list) -> dict:
     if not embed.available() or not _vector_store(vault).ready():
         return {}
     encoder = embed.shared(embed.user_cache_dir())
-    return {text: encoder.query_soon(text) for text in _index(vault).query_texts(queries)}
+    return encoder.queries_soon(_index(vault).query_texts(queries))
 
 
 def _vector_store(vault: Vault):
