@@ -233,12 +233,7 @@ class QueryProcess:
     @staticmethod
     def wanted() -> bool:
         import os
-        if os.environ.get(QUERY_PROCESS_ENV, "") == "0":
-            return False
-        try:
-            return len(os.sched_getaffinity(0)) >= 2
-        except (AttributeError, OSError):
-            return (os.cpu_count() or 1) >= 2
+        return os.environ.get(QUERY_PROCESS_ENV, "") != "0" and cores() >= 2
 
     @classmethod
     def start(cls, cache_dir: Path | None) -> QueryProcess:
@@ -423,11 +418,16 @@ def workers() -> int:
     value = os.environ.get(WORKERS_ENV, "")
     if value.isdigit() and int(value) > 0:
         return int(value)
+    return max(1, min(cores(), 8))
+
+
+def cores() -> int:
+    """The cores this process may use."""
+    import os
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+        return os.cpu_count() or 1
 
 
 def user_cache_dir() -> Path:
