@@ -532,6 +532,7 @@ def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]
     avg = max(searcher.avg_field_length(SCORED, 1.0), 1.0)
     from memrepo.retrieval.collect import field_lengths
     lengths = field_lengths(searcher, SCORED, [c.docnum for c in cands])
+    weight = {t: plan.terms[t] * plan.idf(t) for t in skipped}   # once per term, not per candidate
     for c in cands:
         seen = _seen(c, plan, unigrams)
         length = lengths[c.docnum] or 1
@@ -539,7 +540,7 @@ def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]
         for t in skipped:
             tf = seen.get(t, 0)
             if tf:
-                c.bm25 += plan.terms[t] * plan.idf(t) * tf * (k1 + 1.0) / (tf + norm)
+                c.bm25 += weight[t] * tf * (k1 + 1.0) / (tf + norm)
 
 
 def _add_neighbours(cands: list[_Cand], weight: float) -> None:
