@@ -108,3 +108,24 @@ def test_a_terms_document_frequency_is_whoosh_s(searcher):
             assert lookups.doc_frequency(searcher, field, term) == want   # remembered
     assert lookups.doc_frequency(searcher, SCORED, "alpha") > 0
     assert lookups.doc_frequency(searcher, "id", "m70") == 2   # one writer wrote it twice
+
+
+def test_a_closed_searcher_reads_no_other_file(tmp_path):
+    ix = MemoryIndex(tmp_path / "index")
+    ix.rebuild([_doc(i) for i in range(30)], commit="c1")
+    s = _searcher(ix)
+    assert lookups.stored_fields(s, 0)["id"] == "m0"
+    ix.close()   # closes the searcher and its files
+    # files opened now take the freed descriptor numbers
+    others = [open(tmp_path / f"other{i}", "wb+") for i in range(16)]
+    try:
+        for f in others:
+            f.write(b"x" * 4096)
+            f.flush()
+        with pytest.raises(ValueError):
+            lookups.stored_fields(s, 0)
+        with pytest.raises(ValueError):
+            lookups.docnum_of(s, "m1")
+    finally:
+        for f in others:
+            f.close()

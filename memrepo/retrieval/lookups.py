@@ -206,8 +206,10 @@ def positioned_reader(dbfile) -> Callable[[int, int], bytes]:
     if fileno is None:
         return dbfile.get
     try:
-        fd = fileno()
+        fileno()
     except (OSError, ValueError):
         return dbfile.get
     pread = os.pread
-    return lambda pos, length: pread(fd, length, pos)
+    # the descriptor asked for on every read: once the searcher is closed that fails, as
+    # Whoosh's read would, instead of reading whatever file has reused the number since
+    return lambda pos, length: pread(fileno(), length, pos)
