@@ -4,8 +4,9 @@
 
 Runs ``api.search`` over the queries in one process (the first three warm it up) and prints
 each stage's main-thread CPU per query and per call (``time.thread_time``: the machine may be
-shared), then ``api.search``'s CPU (every thread: the query's encoding included) and wall
-p50 / p95 for Latin and Chinese queries. Queries: a JSON list of strings, or (default) the
+shared), then ``api.search``'s CPU (every thread; a query encoder in a child process is not
+counted) and wall p50 / p95 for Latin and Chinese queries, and the p50 / p95 of the re-rank
+(``_rerank``) and of its counting of the query's terms in the candidates (``_seen``) by kind. Queries: a JSON list of strings, or (default) the
 first three words of the summaries of ``--count`` memories sampled with ``--seed``.
 
 ``--whoosh`` reads documents through Whoosh's own ``document_number`` / ``stored_fields``
@@ -25,7 +26,7 @@ from pathlib import Path
 from memrepo import api, text
 from memrepo.retrieval import lookups, ranking
 
-STAGES = ("run_query", "_plan", "_collect", "_add_semantic", "_rerank", "_hit")
+STAGES = ("run_query", "_plan", "_collect", "_add_semantic", "_rerank", "_seen", "_hit")
 
 
 def sample_queries(vault, count: int, seed: int) -> list[str]:
@@ -80,12 +81,16 @@ def main(argv=None) -> int:
     cpu.clear()
     calls.clear()
     rows: dict[str, tuple[list[float], list[float]]] = {"latin": ([], []), "chinese": ([], [])}
+    per_query: dict[str, dict[str, list[float]]] = {"latin": {}, "chinese": {}}
     for q in qs[3:]:
+        before = dict(cpu)
         wall, used = time.perf_counter(), time.process_time()
         api.search(vault, q)
         kind = "chinese" if sum(text.is_cjk(ch) for ch in q) > 5 else "latin"
         rows[kind][0].append(1000 * (time.process_time() - used))
         rows[kind][1].append(1000 * (time.perf_counter() - wall))
+        for label in ("_rerank", "_seen"):
+            per_query[kind].setdefault(label, []).append(1000 * (cpu.get(label, 0.0) - before.get(label, 0.0)))
     n = max(len(qs) - 3, 1)
     print(f"{args.vault}: {n} queries, {'Whoosh lookups' if args.whoosh else 'direct lookups'}; "
           "main-thread CPU per stage:")
@@ -96,6 +101,8 @@ def main(argv=None) -> int:
         if used_ms:
             print(f"  api.search {kind:<8} n={len(used_ms):3d}  CPU p50 {statistics.median(used_ms):5.1f} "
                   f"p95 {pct(used_ms, .95):5.1f} | wall p50 {statistics.median(wall_ms):5.1f} p95 {pct(wall_ms, .95):5.1f} ms")
+            for label, ms in per_query[kind].items():
+                print(f"    {label:<8} CPU p50 {statistics.median(ms):5.2f} p95 {pct(ms, .95):5.2f} ms")
     return 0
 
 
