@@ -115,7 +115,7 @@ def compare(source: str, texts: list[str], rounds: int) -> dict:
             diff = max(diff, float(np.abs(new - old).max()))
             cosine = min(cosine, float((new * old).sum(axis=1).min()))
         best = {k: min(best[k], spent[k]) for k in best}
-    forward = new_encoder._memories.__self__   # the last round's: its tokenizer per chunk
+    forward = new_encoder._forward   # the last round's: its tokenizer per chunk
     sp = model._model.sp
     same_ids = sum(forward.tokenize(t) == sp.encode(t, out_type=int, add_bos=True, add_eos=True) for t in texts)
     n = len(texts)

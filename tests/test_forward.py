@@ -58,6 +58,16 @@ def test_the_parts_kept_stay_right_through_evictions(model):
     assert_close(forward.encode(texts[::-1]), model.encode(texts[::-1]))
 
 
+def test_a_few_memories_now_and_then_keep_nothing(model):
+    encoder = embed.Encoder()
+    encoder._model = model
+    texts = TEXTS[:embed.BULK - 1]
+    assert_close(np.concatenate(list(encoder.batches(texts))), model.encode(texts))
+    assert encoder._forward.used == 0 and not encoder._forward.memo
+    assert_close(encoder.encode_memories(texts), model.encode(texts))   # a bulk worker's call keeps
+    assert encoder._forward.used > 0 and encoder._forward.memo
+
+
 def test_an_encoding_of_one_text_and_of_none(model):
     forward = Forward(model._model)
     assert_close(forward.encode(["hello"]), model.encode(["hello"]))

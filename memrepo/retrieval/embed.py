@@ -82,7 +82,7 @@ class Encoder:
         self._ahead = None
         self._searches = 0
         self._remote: QueryProcess | None = None
-        self._memories: Callable | None = None
+        self._forward = None   # the memories' forward pass (False: the model's own)
 
     def _load(self):
         if self._model is None:
@@ -98,22 +98,26 @@ class Encoder:
                     self._model = model
         return self._model
 
-    def encode_memories(self, texts: Sequence[str]):
+    def encode_memories(self, texts: Sequence[str], *, keep: bool = True):
         """The model's vectors of memories' texts (one row each) through
         :mod:`memrepo.retrieval.forward`, which computes the first convolution once per
-        distinct token and keeps the most used tokens' parts between calls (≈ 2x less CPU
-        than the model's own forward pass on a bulk encoding; the same vectors within float
-        rounding). A model whose weights it does not expect is run as it comes."""
-        if self._memories is None:
+        distinct token (≈ 2x less CPU than the model's own forward pass on a bulk encoding;
+        the same vectors within float rounding). With ``keep`` it keeps the most used
+        tokens' parts between calls (up to ≈ 63 MB: a bulk encoding's); without, a process
+        that encodes a few memories now and then keeps nothing. A model whose weights it
+        does not expect is run as it comes."""
+        if self._forward is None:
             model = self._load()
             with self._lock:
-                if self._memories is None:
+                if self._forward is None:
                     from memrepo.retrieval.forward import Forward
                     try:
-                        self._memories = Forward(model._model).encode
+                        self._forward = Forward(model._model)
                     except (AttributeError, TypeError, ValueError):
-                        self._memories = model.encode
-        return self._memories(texts)
+                        self._forward = False
+        if self._forward is False:
+            return self._load().encode(texts)
+        return self._forward.encode(texts, keep=keep)
 
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
         """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
@@ -125,10 +129,11 @@ class Encoder:
             yield from self._parallel(texts, n, progress)
             return
         model = self._load()
-        if len(texts) >= BULK:
+        bulk = len(texts) >= BULK
+        if bulk:
             _full_vocabulary(model)
         for start in range(0, len(texts), BATCH):
-            yield self.encode_memories(texts[start:start + BATCH])
+            yield self.encode_memories(texts[start:start + BATCH], keep=bulk)
             if progress:
                 progress(min(start + BATCH, len(texts)))
 

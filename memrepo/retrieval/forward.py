@@ -73,15 +73,16 @@ class Forward:
         self.memo: dict[str, list[int]] = {}
         self.split: bool | None = None     # whether the tokenizer runs per chunk (:meth:`_chunked`)
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text: str, *, keep: bool = True) -> list[int]:
         """The tokenizer's ids of ``text`` (with its begin and end marks). When the tokenizer
         has its whole vocabulary as a dict (a bulk encoding), the unigram Viterbi runs per
         whitespace-led chunk of the normalised text, each chunk's pieces kept: no piece of
         this vocabulary holds the whitespace mark past its first character (checked), so
         no piece crosses a chunk's start and the best segmentation is the chunks' own, put
-        end to end (the same ids; Latin text repeats its words, Chinese has few chunks)."""
+        end to end (the same ids; Latin text repeats its words, Chinese has few chunks).
+        Without ``keep``, the tokenizer's own way."""
         sp = self.b.sp
-        if not self._chunked(sp):
+        if not keep or not self._chunked(sp):
             return sp.encode(text, out_type=int, add_bos=True, add_eos=True)
         normalized = sp._normalizer.normalize(text)
         if not normalized:
@@ -114,28 +115,30 @@ class Forward:
                           and not any(key.find(SPACE, 1) >= 0 for key in prefixes))
         return self.split
 
-    def encode(self, texts) -> np.ndarray:
-        """The model's (len(texts), 512) float32 unit vectors, one BLAS thread as the backend."""
+    def encode(self, texts, *, keep: bool = True) -> np.ndarray:
+        """The model's (len(texts), 512) float32 unit vectors, one BLAS thread as the backend.
+        ``keep``: keep the parts of the ids met and the tokenizer's chunks between calls (else
+        this call keeps nothing and uses nothing kept)."""
         limit = self.b._threadpool
         with self._lock:
             if limit is None:
-                return self._encode(texts)
+                return self._encode(texts, keep)
             with limit(limits=self.b.threads, user_api="blas"):
-                return self._encode(texts)
+                return self._encode(texts, keep)
 
-    def _encode(self, texts) -> np.ndarray:
+    def _encode(self, texts, keep: bool) -> np.ndarray:
         out = np.empty((len(texts), self.emb_dim), dtype=np.float32)
         group: list[list[int]] = []
         n_tokens = first = 0
         for i, text in enumerate(texts):
-            ids = self.tokenize(text)
+            ids = self.tokenize(text, keep=keep)
             if group and n_tokens + len(ids) > self.token_budget:
-                self._encode_batch(group, n_tokens, out[first:i])
+                self._encode_batch(group, n_tokens, out[first:i], keep)
                 group, n_tokens, first = [], 0, i
             group.append(ids)
             n_tokens += len(ids)
         if group:
-            self._encode_batch(group, n_tokens, out[first:])
+            self._encode_batch(group, n_tokens, out[first:], keep)
         return out
 
     # ---- the parts of distinct ids -------------------------------------------------------
@@ -199,9 +202,10 @@ class Forward:
         self.row_of[self.id_of[1:k + 1]] = np.arange(1, k + 1)
         self.used = k
 
-    def _tables(self, uniq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rows of ``uniq`` in the tables of [x | row] and of parts, whose row 0 is zeros."""
-        rows = self._rows(uniq) if self.capacity else None
+    def _tables(self, uniq: np.ndarray, keep: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows of ``uniq`` in the tables of [x | row] and of parts, whose row 0 is zeros
+        (the kept tables, or with ``keep`` false or too many ids, this micro-batch's own)."""
+        rows = self._rows(uniq) if keep and self.capacity else None
         if rows is not None:
             return rows, self.token, self.parts
         token, parts = self._compute(uniq)
@@ -211,7 +215,7 @@ class Forward:
         return np.arange(1, len(uniq) + 1), zt, zp
 
     # ---- one micro-batch -----------------------------------------------------------------
-    def _encode_batch(self, group: list[list[int]], n_tokens: int, out: np.ndarray) -> None:
+    def _encode_batch(self, group: list[list[int]], n_tokens: int, out: np.ndarray, keep: bool) -> None:
         b = self.b
         lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n_tokens)
@@ -219,7 +223,7 @@ class Forward:
         np.cumsum(lens[:-1], out=starts[1:])
 
         uniq, inverse = np.unique(flat, return_inverse=True)
-        rows, token_table, parts_table = self._tables(uniq)
+        rows, token_table, parts_table = self._tables(uniq, keep)
         index = _window_index(starts, lens, n_tokens)
         token_row = np.append(rows[inverse], 0)   # row 0 (zeros): window slots out of the sentence
         slots = token_row[index] * SLOTS          # (n_tokens, widest window): part rows
