@@ -163,6 +163,19 @@ def test_deleted_index_is_rebuilt_with_a_notice(seeded):
     assert search.search(seeded, "database pool")[1].notice is None
 
 
+def test_an_index_of_an_older_format_is_rebuilt_with_a_notice(seeded):
+    # a memrepo that stores less in its index (format 2 kept no term counts) left this one
+    ids(seeded, "pool")
+    from memrepo.retrieval import index as index_mod
+    gen = (seeded.index_dir / "CURRENT").read_text().strip()
+    meta = seeded.index_dir / f"{gen}.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": index_mod.FORMAT - 1}))
+    result, report = search.search(seeded, "database pool")
+    assert report.rebuilt and report.notice == "search index of an older format: rebuilding it from the memory files"
+    assert [h.id for h in result.hits][:1] == ["mem_pool"]
+    assert search.search(seeded, "database pool")[1].notice is None
+
+
 def _garble_files(folder: Path, *, only=None) -> int:
     n = 0
     for p in sorted(folder.rglob("*")):

@@ -299,6 +299,7 @@ def _sync(vault: Vault) -> SyncReport:
     head = git.resolve(vault.root, "HEAD")
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
+                  else "search index of an older format: rebuilding it from the memory files" if index.outdated()
                   else "search index missing or unreadable: rebuilding it from the memory files")
         return SyncReport(True, rebuild(vault), 0, notice)
     indexed = index.indexed_commit()
