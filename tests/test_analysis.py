@@ -136,5 +136,6 @@ def test_stored_term_counts_are_the_terms_counted(value, keys, extra, unigrams, 
 
 def test_a_term_holding_a_separator_is_not_packed():
     assert text.pack_terms("plain words", ["odd\x1fkey"]) is None
+    assert text.pack_terms("plain words", ["odd\x1ckey"]) is None
     counter = text.TermCounter(["plain", "word"])
     assert counter.count_packed(text.pack_terms("plain words, plain")) == Counter({"plain": 2, "word": 1})
