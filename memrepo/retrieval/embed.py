@@ -82,6 +82,7 @@ class Encoder:
         self._ahead = None
         self._searches = 0
         self._remote: QueryProcess | None = None
+        self._memories: Callable | None = None
 
     def _load(self):
         if self._model is None:
@@ -97,6 +98,23 @@ class Encoder:
                     self._model = model
         return self._model
 
+    def encode_memories(self, texts: Sequence[str]):
+        """The model's vectors of memories' texts (one row each) through
+        :mod:`memrepo.retrieval.forward`, which computes the first convolution once per
+        distinct token and keeps the most used tokens' parts between calls (≈ 2x less CPU
+        than the model's own forward pass on a bulk encoding; the same vectors within float
+        rounding). A model whose weights it does not expect is run as it comes."""
+        if self._memories is None:
+            model = self._load()
+            with self._lock:
+                if self._memories is None:
+                    from memrepo.retrieval.forward import Forward
+                    try:
+                        self._memories = Forward(model._model).encode
+                    except (AttributeError, TypeError, ValueError):
+                        self._memories = model.encode
+        return self._memories(texts)
+
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
         """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
         From ``PARALLEL_MIN`` texts on, every core encodes (one process each, see
@@ -110,7 +128,7 @@ class Encoder:
         if len(texts) >= BULK:
             _full_vocabulary(model)
         for start in range(0, len(texts), BATCH):
-            yield model.encode(texts[start:start + BATCH])
+            yield self.encode_memories(texts[start:start + BATCH])
             if progress:
                 progress(min(start + BATCH, len(texts)))
 
@@ -151,7 +169,7 @@ class Encoder:
                 if data is not None and len(data) == len(chunk) * DIM * 4:
                     array = np.frombuffer(data, dtype=np.float32).reshape(len(chunk), DIM)
                 else:   # this worker failed (on this chunk or for good): encoded here
-                    array = self._load().encode(chunk)
+                    array = self.encode_memories(chunk)
                 done += len(chunk)
                 yield array
                 if progress:
@@ -396,7 +414,7 @@ def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
             return
         try:
             if bulk:
-                answer = encoder._load().encode(json.loads(message)).astype("float32").tobytes()
+                answer = encoder.encode_memories(json.loads(message)).astype("float32").tobytes()
             else:
                 answer = encoder.query(message.decode("utf-8", "surrogatepass")).astype("float32").tobytes()
         except Exception:

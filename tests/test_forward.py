@@ -1,0 +1,110 @@
+"""Issue 11 (bulk encoding): the forward pass that computes the first convolution once per
+distinct token (memrepo.retrieval.forward) gives the model's own vectors within float
+rounding, on every kind of text, however the texts are cut into micro-batches and whatever
+tokens it kept from earlier calls; the bulk paths through ``Encoder`` use it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memrepo.retrieval import embed
+from memrepo.retrieval.forward import Forward
+
+pytestmark = pytest.mark.skipif(not embed.available(), reason="the embedding model package is not installed")
+
+TEXTS = [
+    "", " ", "\n\n", "a", "?", "数",
+    "What is the connection pool limit of the orders database?",
+    "我们家去年春天领养的小狗叫什么名字？它是一只金毛。",
+    "INC-34021: 回滚 the orders-db migration (PostgreSQL 16.2) — café naïve Ωmega 🙂",
+    "the the the the the the the the the the the the",     # one id again and again
+    "ha" * 400,                                              # long, few distinct ids
+    "部署 " * 300 + "end",                                    # long, Chinese and spaces
+    " ".join(f"word{i} topic{i % 13}" for i in range(700)),   # longer than any token budget
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return embed.Encoder()._load()   # from the wheel: no cache written
+
+
+def assert_close(new: np.ndarray, old: np.ndarray) -> None:
+    assert new.shape == old.shape and new.dtype == np.float32
+    assert np.abs(new - old).max() <= 1e-5
+    assert (new * old).sum(axis=1).min() >= 0.99999
+
+
+@pytest.mark.parametrize(("capacity", "budget"), [(4096, 1024), (0, 1024), (8, 16), (16, 7), (4096, 1), (40, 384)])
+def test_the_vectors_are_the_models_on_every_kind_of_text_and_batching(model, capacity, budget):
+    # budget 1: each text alone; 7 and 16: windows reach the micro-batch's edges; capacity 8:
+    # the parts are computed per micro-batch; 16 and 40: the kept parts are evicted often
+    forward = Forward(model._model, capacity=capacity, token_budget=budget)
+    old = model.encode(TEXTS)
+    assert_close(forward.encode(TEXTS), old)
+    assert_close(forward.encode(TEXTS[::-1]), old[::-1])   # with the parts kept from before
+    assert forward.used <= capacity
+
+
+def test_the_parts_kept_stay_right_through_evictions(model):
+    # short texts, few to a micro-batch: each batch's distinct tokens are kept, and a
+    # capacity of 24 evicts the less used half again and again
+    texts = [f"{word} {i}" for i in range(60) for word in ("pool", "小狗", "orders", f"id{i * 7}")]
+    forward = Forward(model._model, capacity=24, token_budget=12)
+    for start in range(0, len(texts), 50):
+        assert_close(forward.encode(texts[start:start + 50]), model.encode(texts[start:start + 50]))
+    assert_close(forward.encode(texts[::-1]), model.encode(texts[::-1]))
+
+
+def test_an_encoding_of_one_text_and_of_none(model):
+    forward = Forward(model._model)
+    assert_close(forward.encode(["hello"]), model.encode(["hello"]))
+    assert forward.encode([]).shape == (0, embed.DIM)
+
+
+WORDS = ["pool", "database", "orders", "the", "a", "Max", "retriever", "数据库", "连接池", "小狗", "名字",
+         "INC-34021", "café", "🙂", "?", "\n", "  ", "42", "ünïcode", "x" * 30]
+TEXT = st.one_of(st.lists(st.sampled_from(WORDS), max_size=60).map(" ".join),
+                 st.text(alphabet=st.sampled_from("abcxyz 数据库连接池。,.!-\n\t0123é"), max_size=120),
+                 st.text(max_size=40))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(TEXT, min_size=1, max_size=8), min_size=1, max_size=4),
+       capacity=st.sampled_from([0, 6, 24, 200, 4096]), budget=st.integers(1, 300))
+def test_random_texts_in_random_batchings_match_the_model(model, batches, capacity, budget):
+    forward = Forward(model._model, capacity=capacity, token_budget=budget)
+    for texts in batches:   # each call meets the parts the earlier ones kept (or evicted)
+        assert_close(forward.encode(texts), model.encode(texts))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.one_of(TEXT, st.text(alphabet=st.sampled_from("ab数 \u2581\u3000\t.x"), max_size=30)), max_size=10))
+def test_the_tokenizer_per_chunk_gives_the_tokenizers_ids(model, texts):
+    forward = Forward(model._model)
+    sp = model._model.sp
+    assert isinstance(sp._prefixes, dict) and forward._chunked(sp)   # the wheel's tokenizer: a dict
+    for text in texts + TEXTS + texts:   # the second time from the kept chunks
+        assert forward.tokenize(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+
+
+def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
+    monkeypatch.setattr(embed, "CHUNK", 5)
+    texts = TEXTS + [f"note {i}: 数据库连接池 pool size {i}" for i in range(10)]
+    old = model.encode(texts)
+    monkeypatch.setenv(embed.WORKERS_ENV, "1")
+    serial = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
+    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    parallel = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
+    assert_close(serial, old)
+    assert_close(parallel, old)
+
+
+def test_a_query_is_encoded_by_the_model_itself(model):
+    encoder = embed.Encoder()
+    encoder._model = model
+    assert np.array_equal(encoder.query("what is the pool limit?"), model.encode(["what is the pool limit?"])[0])
