@@ -136,6 +136,10 @@ class MemoryIndex:
             self._complete = seen
         return found
 
+    def doc_count(self) -> int:
+        """Memories in the live generation (from Whoosh's table of contents)."""
+        return self._retrying(lambda ix, gen: ix.doc_count())
+
     def outdated(self) -> bool:
         """True when the live generation was written by a memrepo with another index format."""
         gen = self._current()

@@ -27,6 +27,7 @@ from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.store import git
 from memrepo.store.vault import Vault
 
+REBUILD_CHANGED = 2500   # this many changed memory files, half the index or more: rebuilt instead of updated
 INLINE_BUILD_MAX = 1000  # a first vector build of up to this many memories runs inside the search
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
@@ -328,6 +329,10 @@ def _sync(vault: Vault) -> SyncReport:
         _save_scan(vault, scan)
     if not todo and indexed == head:
         return SyncReport(False, 0, 0)
+    if len(todo) >= REBUILD_CHANGED and len(todo) * 2 >= _indexed_count(index):
+        # a bulk import or a checkout of another history: building anew on every core is
+        # faster than one writer updating (and reads at most twice the changed files)
+        return SyncReport(True, rebuild(vault), 0, f"{len(todo)} memory files changed: search index rebuilt")
     upserts, deletes = [], []
     for path in sorted(todo):
         doc = _read_worktree(vault, path) if is_memory_path(path) else None
@@ -338,6 +343,14 @@ def _sync(vault: Vault) -> SyncReport:
     if deletes:
         forget(vault, [d for d in deletes if vault.catalog().path_of(d) is None])
     return SyncReport(False, len(upserts), len(deletes))
+
+
+def _indexed_count(index) -> int:
+    from memrepo.retrieval.index import IndexError_
+    try:
+        return index.doc_count()
+    except IndexError_:   # unreadable: the update below says so
+        return 0
 
 
 def forget(vault: Vault, ids: Iterable[str]) -> None:
