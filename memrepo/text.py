@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from functools import lru_cache
 
 from whoosh.lang.porter import stem as _porter_stem
@@ -96,6 +96,8 @@ class TermCounter:
         self.pairs = [t for t in grams if len(t) == 2 and t[0] != t[1]]
         self.doubled = [t for t in grams if len(t) == 2 and t[0] == t[1]]   # "aa" twice in "aaa"
         self.unigrams = unigrams
+        probes = [(t, f"{_TERM}{t}{_COUNT}") for t in sorted(self.wanted)]  # count_packed's lookups
+        self._probes = ([p for p in probes if not is_cjk(p[0])], [p for p in probes if is_cjk(p[0])])
 
     def __call__(self, text: str) -> Counter:
         out: Counter = Counter()
@@ -127,17 +129,67 @@ class TermCounter:
                         out[gram] += tokens[run]
             return out
         # every occurrence of each run, one separator apart: a gram never spans two runs
-        blob = "|".join(run for run in runs for _ in range(tokens[run]))
+        self._add_runs(out, "|".join(run for run in runs for _ in range(tokens[run])), lambda c: tokens.get(c, 0))
+        return out
+
+    def count_packed(self, packed: str) -> Counter | None:
+        """``self(prose)`` plus the wanted ones among ``keys``, from :func:`pack_terms`'s
+        string of them: the listed terms looked up, the CJK runs counted in. None when
+        ``packed`` is not such a string."""
+        if not isinstance(packed, str):
+            return None
+        latin, cut, rest = packed.partition(_CJK)
+        listed_cjk, cut2, blob = rest.partition(_RUNS)
+        if not (cut and cut2):
+            return None
+        out: Counter = Counter()
+        for listed, probes in ((latin, self._probes[0]), (listed_cjk, self._probes[1])):
+            if len(listed) > 1:
+                for term, probe in probes:
+                    i = listed.find(probe)
+                    if i >= 0:
+                        start = i + len(probe)
+                        out[term] = int(listed[start:listed.index(_TERM, start)])
+        if blob and (self.single or self.pairs or self.doubled):
+            self._add_runs(out, blob, lambda c: blob.split("|").count(c))
+        return out
+
+    def _add_runs(self, out: Counter, blob: str, one_char_runs) -> None:
+        """Add the wanted CJK terms' counts in ``blob``, CJK runs joined by ``|``."""
         for term in self.pairs:
             n = blob.count(term)
             if n:
-                out[term] = n
+                out[term] += n
         for term in self.single:
-            n = blob.count(term) if self.unigrams else tokens.get(term, 0)
+            n = blob.count(term) if self.unigrams else one_char_runs(term)
             if n:
-                out[term] = n
+                out[term] += n
         for term in self.doubled:
             n = sum(1 for i in range(len(blob) - 1) if blob.startswith(term, i))
             if n:
-                out[term] = n
-        return out
+                out[term] += n
+
+
+_TERM, _COUNT, _CJK, _RUNS = "\x1f", "\x1e", "\x1c", "\x1d"
+
+
+def pack_terms(prose: str, keys: Iterable[str] = ()) -> str | None:
+    """What a :class:`TermCounter` needs of a text to count in it later without analysing it
+    again (:meth:`TermCounter.count_packed`), as one string: the counts of ``prose``'s
+    non-CJK terms and of the given ``keys`` terms (those starting with a CJK character
+    apart: a CJK query term is looked up only among them), then ``prose``'s CJK runs as they
+    occur (a bigram or a character is counted in them, with or without unigrams). None when
+    a term holds one of the separators."""
+    counts: Counter = Counter()
+    runs = []
+    for tok in raw_tokens(prose):
+        if is_cjk(tok):
+            runs.append(tok)
+        elif tok not in ENGLISH_STOPWORDS:
+            counts[stem(tok.replace("’", "'"))] += 1
+    counts.update(keys)
+    if any(sep in t for t in counts for sep in (_TERM, _COUNT, _CJK, _RUNS)):
+        return None
+    listed = ["".join(f"{_TERM}{t}{_COUNT}{n}" for t, n in counts.items() if is_cjk(t) == cjk) + _TERM
+              for cjk in (False, True)]
+    return f"{listed[0]}{_CJK}{listed[1]}{_RUNS}{'|'.join(runs)}"

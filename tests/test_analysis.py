@@ -114,9 +114,28 @@ def test_term_counts_of_ascii_text_are_the_terms_counted(value, extra, unigrams,
     _check_term_counter(value, extra, unigrams, keep)
 
 
-def _check_term_counter(value, extra, unigrams, keep):
-    # the re-rank counts a few query terms in a memory's text without listing all its terms
+def _check_term_counter(value, extra, unigrams, keep, keys=()):
+    # the re-rank counts a few query terms in a memory's text without listing all its terms,
+    # in the text itself or in what the index stored of it (text.pack_terms)
     every = Counter(text.terms(value, unigrams=unigrams))
     wanted = {t for i, t in enumerate(sorted(every)) if i % 8 != keep} | set(extra)
-    assert text.TermCounter(wanted, unigrams=unigrams)(value) == Counter(
-        {t: n for t, n in every.items() if t in wanted})
+    counter = text.TermCounter(wanted, unigrams=unigrams)
+    expected = Counter({t: n for t, n in every.items() if t in wanted})
+    assert counter(value) == expected
+    expected.update(k for k in keys if k in wanted)
+    assert counter.count_packed(text.pack_terms(value, keys)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_MIXED, keys=st.lists(st.sampled_from(["数据库", "数据", "run", "inc-88814", "池池", "数"]), max_size=5),
+       extra=st.lists(st.sampled_from(["数", "池池", "数据库", "inc-88814", "run", "a"]), max_size=4),
+       unigrams=st.booleans(), keep=st.integers(0, 7))
+def test_stored_term_counts_are_the_terms_counted(value, keys, extra, unigrams, keep):
+    _check_term_counter(value, extra, unigrams, keep, keys)
+
+
+def test_a_term_holding_a_separator_is_not_packed():
+    assert text.pack_terms("plain words", ["odd\x1fkey"]) is None
+    assert text.pack_terms("plain words", ["odd\x1ckey"]) is None
+    counter = text.TermCounter(["plain", "word"])
+    assert counter.count_packed(text.pack_terms("plain words, plain")) == Counter({"plain": 2, "word": 1})

@@ -78,3 +78,27 @@ def test_a_common_term_that_was_not_searched_still_ranks_the_pool(vault):
     assert ids[0] == "mem_filler"
     assert ids.index("mem_c") < ids.index("mem_b")
     assert "mem_other1" not in ids   # the unsearched term brings in no memory of its own
+
+
+def test_the_stored_term_counts_rank_as_the_text_counted(seeded, monkeypatch):
+    # The index stores what the re-rank counts a query's terms in (text.pack_terms), so a
+    # candidate's text is not analysed again at search time; an index without them (a term
+    # holding a separator, or written by hand) is counted in the text: the hits are the same.
+    from memrepo.retrieval import lookups, search
+    from memrepo.retrieval.fields import TERMS
+    queries = ["orders database pool weekly", "数据库 连接池 订单 weekly", "库 订单", "cache latency LRU proj"]
+
+    def hits():
+        return [[(h.id, h.score, h.keyword_score) for h in api.search(seeded, q)[0].hits] for q in queries]
+
+    def stored_terms() -> list[bool]:
+        with search._index(seeded)._open_ix().searcher() as s:
+            return [TERMS in lookups.stored_fields(s, d) for d in range(s.doc_count_all())]
+
+    stored = hits()
+    assert all(stored_terms())
+    monkeypatch.setattr(text, "pack_terms", lambda *a, **k: None)
+    search.rebuild(seeded)
+    assert not any(stored_terms())
+    assert hits() == stored
+    assert all(stored)

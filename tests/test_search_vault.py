@@ -67,6 +67,23 @@ def test_memrepo_add_is_seen_without_reindex(seeded):
     assert ids(seeded, "kafka partitions")[0] == "mem_kafka"
 
 
+def test_many_changed_files_rebuild_the_index_instead_of_updating_it(seeded, monkeypatch):
+    # a bulk import (or a checkout of another history) changes most memory files at once
+    ids(seeded, "pool")
+    monkeypatch.setattr(search, "REBUILD_CHANGED", 3)
+    for i in range(3):
+        write_by_hand(seeded.root, f"mem_hand{i}", f"hand note {i} about zeppelins")
+    git(seeded.root, "add", "-A")
+    git(seeded.root, "commit", "-qm", "three notes by hand")
+    result, report = search.search(seeded, "zeppelins")
+    assert report.rebuilt and report.notice == "3 memory files changed: search index rebuilt"
+    assert sorted(h.id for h in result.hits) == ["mem_hand0", "mem_hand1", "mem_hand2"]
+    assert ids(seeded, "database pool") == ["mem_pool"]
+    add(seeded, "mem_one", "one more zeppelin")   # one file: updated, not rebuilt
+    result, report = search.search(seeded, "zeppelin")
+    assert not report.rebuilt and "mem_one" in [h.id for h in result.hits]
+
+
 def test_hand_edit_committed_with_git_then_reverted(seeded):
     ids(seeded, "pool")  # the index exists and reflects HEAD
     path = seeded.root / seeded.catalog().path_of("mem_pool")
@@ -159,6 +176,19 @@ def test_deleted_index_is_rebuilt_with_a_notice(seeded):
     shutil.rmtree(seeded.index_dir)
     result, report = search.search(seeded, "database pool")
     assert report.rebuilt and report.notice
+    assert [h.id for h in result.hits][:1] == ["mem_pool"]
+    assert search.search(seeded, "database pool")[1].notice is None
+
+
+def test_an_index_of_an_older_format_is_rebuilt_with_a_notice(seeded):
+    # a memrepo that stores less in its index (format 2 kept no term counts) left this one
+    ids(seeded, "pool")
+    from memrepo.retrieval import index as index_mod
+    gen = (seeded.index_dir / "CURRENT").read_text().strip()
+    meta = seeded.index_dir / f"{gen}.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": index_mod.FORMAT - 1}))
+    result, report = search.search(seeded, "database pool")
+    assert report.rebuilt and report.notice == "search index of an older format: rebuilding it from the memory files"
     assert [h.id for h in result.hits][:1] == ["mem_pool"]
     assert search.search(seeded, "database pool")[1].notice is None
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import git
 from typer.testing import CliRunner
 
+from memrepo import api
 from memrepo.cli.app import app
 from memrepo.retrieval import embed, search
 from memrepo.review import writes as memories
@@ -127,6 +128,20 @@ def test_vectors_follow_git_and_reuse_cached_texts(bilingual, monkeypatch):
     result, _ = search.search(bilingual, "我们家领养的小狗叫什么名字？", limit=3)
     assert "mem_dog" not in [h.id for h in result.hits]
     assert _vector_hash(bilingual, "mem_dog") is None
+
+
+def test_reindex_reads_each_memory_file_once_for_the_index_and_the_vectors(bilingual, monkeypatch):
+    search.search(bilingual, "puppy")
+    before = _vector_hash(bilingual, "mem_dog")
+    reads: list[str] = []
+    real = search._read_worktree
+    monkeypatch.setattr(search, "_read_worktree", lambda vault, path: reads.append(path) or real(vault, path))
+    count, state, vectors = api.reindex(bilingual)
+    assert (count, state, vectors) == (len(PAIRS), "hybrid", len(PAIRS))
+    assert sorted(reads) == sorted(set(reads)) and len(reads) == len(PAIRS)
+    assert _vector_hash(bilingual, "mem_dog") == before
+    result, _ = search.search(bilingual, "我们家领养的小狗叫什么名字？", limit=3)
+    assert result.semantic == "hybrid" and "mem_dog" in [h.id for h in result.hits]
 
 
 def test_uncommitted_edit_reaches_the_vectors(bilingual):

@@ -519,8 +519,7 @@ def reindex(as_json: bool = JsonOpt):
     """Rebuild the search index (and the semantic vectors) from the memory files."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
-        count = svc.rebuild(vault, progress=_progress("reindex"))
-        state, vectors = svc.rebuild_vectors(vault, progress=_progress("vectors"))
+        count, state, vectors = svc.reindex(vault, progress=_progress("reindex"), vector_progress=_progress("vectors"))
     if state == "unavailable":
         typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
     _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,

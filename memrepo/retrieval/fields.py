@@ -7,11 +7,14 @@ query term is one posting list instead of four.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memrepo import text
 from memrepo.model import epoch_seconds
 
 SCORED = "text"  # the one scored field
+TERMS = "terms"  # stored: what the re-rank counts the query's terms in (text.pack_terms)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,17 @@ def schema():
         created=fields.STORED(),
         created_ts=fields.NUMERIC(int, bits=64, signed=True),
         meta=fields.STORED(),
+        terms=fields.STORED(),
     )
+
+
+def rerank_texts(summary: str, body: str, tags: Iterable[str], subject: str, fact: str) -> tuple[str, str]:
+    """What the re-rank counts a query's terms in: the memory's prose (its summary once when
+    the body repeats it, as it usually does, and its tags) and its keys (subject, fact, tags)."""
+    tag_text = " ".join(tags)
+    if summary and summary in body:
+        summary = ""
+    return f"{summary} {body} {tag_text}", f"{subject} {fact} {tag_text}"
 
 
 def epoch(iso: str | None) -> int | None:
@@ -79,7 +92,7 @@ def _group(doc: IndexDoc) -> str:
 
 
 def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
-    from memrepo.retrieval.analysis import EXACT, KEYS, LEAD, PROSE, find_keys
+    from memrepo.retrieval.analysis import EXACT, KEYS, LEAD, PROSE, find_keys, key_terms
     # '#'-tags are business tags (seed 003: highest priority); other tags are facets such
     # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
     business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
@@ -98,6 +111,10 @@ def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
         meta=dict(tags=tuple(doc.tags), updated=doc.updated, links=tuple(doc.links),
                   weight=doc.weight, scope=doc.scope),
     )
+    prose, key_text = rerank_texts(doc.summary, doc.body, doc.tags, doc.subject, doc.fact or "")
+    packed = text.pack_terms(prose, key_terms(key_text))
+    if packed is not None:
+        out[TERMS] = packed
     ts = epoch(doc.created)
     if ts is not None:
         out["created_ts"] = ts

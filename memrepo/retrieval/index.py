@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FORMAT", "Hit", "IndexBusy", "IndexCorrupt", "IndexDoc", "IndexError_", "MemoryIndex",
            "SearchQuery", "SearchResult", "Tuning"]
 
-FORMAT = 2  # 2: one combined scored field (weights folded in at index time)
+FORMAT = 3  # 2: one combined scored field (weights folded in at index time); 3: term counts stored
 WRITE_TIMEOUT_S = 10.0
 OPEN_RETRIES = 8
 
@@ -135,6 +135,15 @@ class MemoryIndex:
         if found:
             self._complete = seen
         return found
+
+    def doc_count(self) -> int:
+        """Memories in the live generation (from Whoosh's table of contents)."""
+        return self._retrying(lambda ix, gen: ix.doc_count())
+
+    def outdated(self) -> bool:
+        """True when the live generation was written by a memrepo with another index format."""
+        gen = self._current()
+        return gen is not None and self._meta(gen).get("format") not in (None, FORMAT)
 
     def indexed_commit(self) -> str | None:
         """The git commit the index reflects (None when unknown or no index)."""

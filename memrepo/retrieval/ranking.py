@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from memrepo import text
 from memrepo.retrieval import lookups
-from memrepo.retrieval.fields import SCORED, epoch
+from memrepo.retrieval.fields import SCORED, TERMS, epoch, rerank_texts
 from memrepo.retrieval.snippets import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -418,17 +418,19 @@ def _docset(searcher, q) -> set[int] | None:
 
 def _seen(c: _Cand, plan: _Plan, unigrams: bool) -> Counter:
     """How often each query term (that some memory holds) occurs in the memory (all of its
-    text, tags and keys), from its stored fields."""
+    text, tags and keys): from what the index stored of its terms, else from its text."""
     if c.seen is None:
         f = c.fields
-        tags = " ".join((f.get("meta") or {}).get("tags", ()))
-        summary, body = f.get("summary") or "", f.get("body") or ""
-        if summary and summary in body:  # usually the body's first sentence: count it once
-            summary = ""
-        from memrepo.retrieval.analysis import key_terms
         count = plan.counter(unigrams)
-        seen = count(f"{summary} {body} {tags}")
-        seen.update(t for t in key_terms(f"{f.get('subject', '')} {f.get('fact', '')} {tags}") if t in count.wanted)
+        seen = count.count_packed(f[TERMS]) if TERMS in f else None
+        if seen is not None:
+            c.seen = seen
+            return seen
+        from memrepo.retrieval.analysis import key_terms
+        prose, keys = rerank_texts(f.get("summary") or "", f.get("body") or "",
+                                   (f.get("meta") or {}).get("tags", ()), f.get("subject", ""), f.get("fact", ""))
+        seen = count(prose)
+        seen.update(t for t in key_terms(keys) if t in count.wanted)
         c.seen = seen
     return c.seen
 

@@ -27,6 +27,7 @@ from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.store import git
 from memrepo.store.vault import Vault
 
+REBUILD_CHANGED = 2500   # this many changed memory files, half the index or more: rebuilt instead of updated
 INLINE_BUILD_MAX = 1000  # a first vector build of up to this many memories runs inside the search
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
@@ -274,11 +275,15 @@ def _scan_due(last: _Scan, moved: Callable[[], bool] | None = None, *, watched: 
     return moved is not None and moved()
 
 
-def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
-    """Rebuild the index from the working tree's memory files (``memrepo reindex``)."""
+def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+            keep: list | None = None) -> int:
+    """Rebuild the index from the working tree's memory files; each document read is also
+    appended to ``keep`` when given (:func:`reindex` builds the vectors from them)."""
     head = git.rev_parse(vault.root, "HEAD")
     paths = [p for p in vault.tree_paths() if is_memory_path(p)]
     docs = (d for d in (_read_worktree(vault, p) for p in paths) if d is not None)
+    if keep is not None:
+        docs = (keep.append(d) or d for d in docs)
     total = len(paths)
     count = _with_index_errors(lambda: _index(vault).rebuild(
         docs, commit=head, progress=(lambda n: progress(n, total)) if progress else None))
@@ -299,6 +304,7 @@ def _sync(vault: Vault) -> SyncReport:
     head = git.resolve(vault.root, "HEAD")
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
+                  else "search index of an older format: rebuilding it from the memory files" if index.outdated()
                   else "search index missing or unreadable: rebuilding it from the memory files")
         return SyncReport(True, rebuild(vault), 0, notice)
     indexed = index.indexed_commit()
@@ -323,6 +329,10 @@ def _sync(vault: Vault) -> SyncReport:
         _save_scan(vault, scan)
     if not todo and indexed == head:
         return SyncReport(False, 0, 0)
+    if len(todo) >= REBUILD_CHANGED and len(todo) * 2 >= _indexed_count(index):
+        # a bulk import or a checkout of another history: building anew on every core is
+        # faster than one writer updating (and reads at most twice the changed files)
+        return SyncReport(True, rebuild(vault), 0, f"{len(todo)} memory files changed: search index rebuilt")
     upserts, deletes = [], []
     for path in sorted(todo):
         doc = _read_worktree(vault, path) if is_memory_path(path) else None
@@ -333,6 +343,14 @@ def _sync(vault: Vault) -> SyncReport:
     if deletes:
         forget(vault, [d for d in deletes if vault.catalog().path_of(d) is None])
     return SyncReport(False, len(upserts), len(deletes))
+
+
+def _indexed_count(index) -> int:
+    from memrepo.retrieval.index import IndexError_
+    try:
+        return index.doc_count()
+    except IndexError_:   # unreadable: the update below says so
+        return 0
 
 
 def forget(vault: Vault, ids: Iterable[str]) -> None:
@@ -491,28 +509,49 @@ def _catch_up_vectors(vault: Vault, store) -> None:
     store.apply(upserts, [d for d in deletes if d not in live], embed.shared(embed.user_cache_dir()), commit=head, dirty=sorted(dirty))
 
 
-def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> int:
-    """Encode every memory of the working tree (texts already encoded are reused by hash)."""
+def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+                  read: list | None = None) -> int:
+    """Encode every memory of the working tree (texts already encoded are reused by hash);
+    ``read``: its documents, when the caller has just read them all."""
     from memrepo.retrieval import embed
     head = git.rev_parse(vault.root, "HEAD")
-    paths = [p for p in vault.tree_paths() if is_memory_path(p)]
-    docs = [_vec_doc(d) for d in (_read_worktree(vault, p) for p in paths) if d is not None]
+    if read is None:
+        paths = [p for p in vault.tree_paths() if is_memory_path(p)]
+        read = [d for d in (_read_worktree(vault, p) for p in paths) if d is not None]
+    docs = [_vec_doc(d) for d in read]
     return _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
                                         dirty=sorted(_load_scan(vault).paths))
 
 
-def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> tuple[str, int]:
-    """``memrepo reindex``'s second half: (state, vectors) — "off" or "unavailable" build nothing."""
-    if not semantic_enabled(vault):
-        return "off", 0
-    from memrepo.retrieval import embed
-    if not embed.available():
-        return "unavailable", 0
+def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+                    read: list | None = None) -> tuple[str, int]:
+    """The vectors anew: (state, vectors) — "off" or "unavailable" build nothing."""
+    state = vector_state(vault)
+    if state != "hybrid":
+        return state, 0
     from memrepo.retrieval.vectors import VectorsBusy
     try:
-        return "hybrid", build_vectors(vault, progress=progress)
+        return "hybrid", build_vectors(vault, progress=progress, read=read)
     except VectorsBusy as e:
         raise Busy(f"{e}; retry in a moment") from None
+
+
+def vector_state(vault: Vault) -> str:
+    """"hybrid" when this vault's search uses vectors, else "off" (by config) or "unavailable"."""
+    if not semantic_enabled(vault):
+        return "off"
+    from memrepo.retrieval import embed
+    return "hybrid" if embed.available() else "unavailable"
+
+
+def reindex(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+            vector_progress: Callable[[int, int], None] | None = None) -> tuple[int, str, int]:
+    """``memrepo reindex``: the search index and the vectors anew, every memory file read once
+    for both; (memories indexed, vector state, vectors)."""
+    read: list | None = [] if vector_state(vault) == "hybrid" else None
+    count = rebuild(vault, progress=progress, keep=read)
+    state, vectors = rebuild_vectors(vault, progress=vector_progress, read=read)
+    return count, state, vectors
 
 
 def start_background_build(vault: Vault) -> None:
