@@ -100,6 +100,14 @@ def test_the_tokenizer_per_chunk_gives_the_tokenizers_ids(model, texts):
         assert forward.tokenize(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
 
 
+def test_a_vocabulary_with_a_mark_inside_a_piece_is_not_cut_into_chunks():
+    from memrepo.retrieval.forward import _marks_lead_only
+    assert _marks_lead_only(["\u2581a", "b", "\u2581", "cd"])
+    assert not _marks_lead_only(["\u2581a", "b\u2581c"])
+    assert not _marks_lead_only(["\u2581a", "b\u2581"])
+    assert not _marks_lead_only(["x\0\u2581y"])
+
+
 def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
