@@ -82,6 +82,14 @@ def test_many_changed_files_rebuild_the_index_instead_of_updating_it(seeded, mon
     add(seeded, "mem_one", "one more zeppelin")   # one file: updated, not rebuilt
     result, report = search.search(seeded, "zeppelin")
     assert not report.rebuilt and "mem_one" in [h.id for h in result.hits]
+    # deleted in bulk: gone from the index and from the recall statistics
+    search.search(seeded, "zeppelins", session="s1", log_recalls=True)
+    assert "mem_hand0" in search.stats(seeded).recall_summary()
+    git(seeded.root, "rm", "-q", *(seeded.catalog().path_of(f"mem_hand{i}") for i in range(3)))
+    git(seeded.root, "commit", "-qm", "drop the hand notes")
+    result, report = search.search(seeded, "zeppelins")
+    assert report.rebuilt and [h.id for h in result.hits] == ["mem_one"]
+    assert "mem_hand0" not in search.stats(seeded).recall_summary()
 
 
 def test_hand_edit_committed_with_git_then_reverted(seeded):

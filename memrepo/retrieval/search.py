@@ -332,17 +332,29 @@ def _sync(vault: Vault) -> SyncReport:
     if len(todo) >= REBUILD_CHANGED and len(todo) * 2 >= _indexed_count(index):
         # a bulk import or a checkout of another history: building anew on every core is
         # faster than one writer updating (and reads at most twice the changed files)
-        return SyncReport(True, rebuild(vault), 0, f"{len(todo)} memory files changed: search index rebuilt")
+        count = rebuild(vault)
+        gone = [_id_of(p) for p in todo if not (is_memory_path(p) and (vault.root / p).is_file())]
+        _forget_deleted(vault, gone)
+        return SyncReport(True, count, 0, f"{len(todo)} memory files changed: search index rebuilt")
     upserts, deletes = [], []
     for path in sorted(todo):
         doc = _read_worktree(vault, path) if is_memory_path(path) else None
-        (upserts.append(doc) if doc else deletes.append(path.rsplit("/", 1)[-1][:-3]))
+        (upserts.append(doc) if doc else deletes.append(_id_of(path)))
     live = {d.id for d in upserts}
     deletes = [d for d in deletes if d not in live]
     _with_index_errors(lambda: index.update(upserts=upserts, deletes=deletes, commit=head))
-    if deletes:
-        forget(vault, [d for d in deletes if vault.catalog().path_of(d) is None])
+    _forget_deleted(vault, deletes)
     return SyncReport(False, len(upserts), len(deletes))
+
+
+def _id_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1][:-3]
+
+
+def _forget_deleted(vault: Vault, ids: list[str]) -> None:
+    """Forget the statistics of memories whose files are gone (not moved: the catalog knows those)."""
+    if ids:
+        forget(vault, [d for d in ids if vault.catalog().path_of(d) is None])
 
 
 def _indexed_count(index) -> int:
@@ -456,10 +468,11 @@ def _vec_doc(doc):
 def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
     """(state, (vectors, encoder) or None, notice): bring the vectors to HEAD when they exist;
     build them inline for a small vault, in the background for a large one."""
-    if not semantic_enabled(vault):
-        return "off", None, None
+    state = vector_state(vault)
     from memrepo.retrieval import embed
-    if not embed.available():
+    if state == "off":
+        return "off", None, None
+    if state == "unavailable":
         return "unavailable", None, (f"semantic search unavailable ({embed.DISTRIBUTION} is not installed): "
                                      "keywords only")
     from memrepo.retrieval.vectors import VectorsBusy
