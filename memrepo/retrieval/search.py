@@ -276,14 +276,14 @@ def _scan_due(last: _Scan, moved: Callable[[], bool] | None = None, *, watched: 
 
 
 def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
-            keep: list | None = None) -> int:
-    """Rebuild the index from the working tree's memory files; each document read is also
-    appended to ``keep`` when given (:func:`reindex` builds the vectors from them)."""
+            each: Callable[[Any], None] | None = None) -> int:
+    """Rebuild the index from the working tree's memory files; ``each`` is given every
+    document read (:func:`reindex` keeps what the vectors need of them)."""
     head = git.rev_parse(vault.root, "HEAD")
     paths = [p for p in vault.tree_paths() if is_memory_path(p)]
     docs = (d for d in (_read_worktree(vault, p) for p in paths) if d is not None)
-    if keep is not None:
-        docs = (keep.append(d) or d for d in docs)
+    if each is not None:
+        docs = (each(d) or d for d in docs)
     total = len(paths)
     count = _with_index_errors(lambda: _index(vault).rebuild(
         docs, commit=head, progress=(lambda n: progress(n, total)) if progress else None))
@@ -523,28 +523,27 @@ def _catch_up_vectors(vault: Vault, store) -> None:
 
 
 def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
-                  read: list | None = None) -> int:
+                  docs: list | None = None) -> int:
     """Encode every memory of the working tree (texts already encoded are reused by hash);
-    ``read``: its documents, when the caller has just read them all."""
+    ``docs``: their :func:`_vec_doc`, when the caller has just read them all."""
     from memrepo.retrieval import embed
     head = git.rev_parse(vault.root, "HEAD")
-    if read is None:
+    if docs is None:
         paths = [p for p in vault.tree_paths() if is_memory_path(p)]
-        read = [d for d in (_read_worktree(vault, p) for p in paths) if d is not None]
-    docs = [_vec_doc(d) for d in read]
+        docs = [_vec_doc(d) for d in (_read_worktree(vault, p) for p in paths) if d is not None]
     return _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
                                         dirty=sorted(_load_scan(vault).paths))
 
 
 def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
-                    read: list | None = None) -> tuple[str, int]:
+                    docs: list | None = None) -> tuple[str, int]:
     """The vectors anew: (state, vectors) — "off" or "unavailable" build nothing."""
     state = vector_state(vault)
     if state != "hybrid":
         return state, 0
     from memrepo.retrieval.vectors import VectorsBusy
     try:
-        return "hybrid", build_vectors(vault, progress=progress, read=read)
+        return "hybrid", build_vectors(vault, progress=progress, docs=docs)
     except VectorsBusy as e:
         raise Busy(f"{e}; retry in a moment") from None
 
@@ -561,9 +560,11 @@ def reindex(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
             vector_progress: Callable[[int, int], None] | None = None) -> tuple[int, str, int]:
     """``memrepo reindex``: the search index and the vectors anew, every memory file read once
     for both; (memories indexed, vector state, vectors)."""
-    read: list | None = [] if vector_state(vault) == "hybrid" else None
-    count = rebuild(vault, progress=progress, keep=read)
-    state, vectors = rebuild_vectors(vault, progress=vector_progress, read=read)
+    docs: list | None = None
+    if vector_state(vault) == "hybrid":   # only their vectors' text is kept, not each whole memory
+        docs = []
+    count = rebuild(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(_vec_doc(d))))
+    state, vectors = rebuild_vectors(vault, progress=vector_progress, docs=docs)
     return count, state, vectors
 
 
