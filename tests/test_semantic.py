@@ -358,3 +358,19 @@ def test_a_query_encoded_ahead_is_the_query_encoded_inline(bilingual):
     inline = index.search_many(queries, semantic=semantic,
                                ahead={text: encoder.query(text) for text in index.query_texts(queries)})
     assert [[(h.id, h.score) for h in r.hits] for r in ahead] == [[(h.id, h.score) for h in r.hits] for r in inline]
+
+
+@pytest.mark.parametrize("summary,body,alone", [
+    ("Deploys freeze on Fridays", "Deploys freeze on Fridays.\n\nAgreed in the ops review.", True),   # in the body
+    # re-flowed opening lines, markdown and line breaks aside, cut at a length
+    ("Alice: What the cache holds  Decision evict after one h",
+     "Alice: ## What\nthe cache holds\n\n## Decision\nevict after one hour", True),
+    ("黎玉墨：What 缓存节点。  Decision 流水线", "黎玉墨：## What\n缓存节点。\n\n## Decision\n流水线缓存测试。", True),
+    ("Evict the cache hourly", "The cache holds sessions; evict them after one hour.", False),   # its own words
+    ("the cache holds", "## What\nthe cache holds no sessions", True),
+    ("cache: hol", "the cache holds", False),               # two words: a cut word is not told apart
+    ("holds the cache", "the cache holds", False),          # the same words in another order
+])
+def test_a_summary_that_only_repeats_the_body_is_not_embedded_twice(summary, body, alone):
+    assert embed.repeats(summary, body) is alone
+    assert embed.memory_text(summary, body) == (body if alone else f"{summary}\n{body}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -58,10 +59,32 @@ def model_id() -> str:
 
 
 def memory_text(summary: str, body: str) -> str:
-    """The text of a memory that is embedded: the summary unless the body starts with it, then the body."""
+    """The text of a memory that is embedded: the summary, then the body — the body alone
+    when the summary only repeats it (:func:`repeats`)."""
     summary, body = (summary or "").strip(), (body or "").strip()
-    joined = body if not summary or summary in body else f"{summary}\n{body}"
+    joined = body if not summary or repeats(summary, body) else f"{summary}\n{body}"
     return joined[:EMBED_CHARS]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def repeats(summary: str, body: str) -> bool:
+    """Whether ``summary`` adds no word to ``body``: it is in the body as it stands, or its
+    words (letter, digit and CJK runs; punctuation, markdown and line breaks aside) are a run
+    of the body's words, the last one possibly cut short (from three words on) — a summary made by re-flowing the
+    body's opening lines and cutting it at a length, as imports from other tools often are.
+    Embedding it again would cost its tokens twice and weigh the opening twice."""
+    if summary in body:
+        return True
+    words = _WORD.findall(summary)
+    if not words:
+        return False
+    sep = "\x1f"   # not a word character, so never inside a word
+    run = f"{sep}{sep.join(words)}"
+    if len(words) < 3:   # too short to tell a cut word from another word
+        run += sep
+    return run in f"{sep}{sep.join(_WORD.findall(body))}{sep}"
 
 
 def text_hash(text: str) -> str:

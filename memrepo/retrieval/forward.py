@@ -234,28 +234,30 @@ class Forward:
         token_row = np.append(rows[inverse], 0)   # row 0 (zeros): window slots out of the sentence
         slots = token_row[index] * SLOTS          # (n_tokens, widest window): part rows
         parts = parts_table.reshape(-1, CNN_DIM)
-        token = token_table[token_row[:-1]]
+        token_row = token_row[:-1]
 
         # feats: [dequantised row | cnn order 2 | order 3 | order 5], as the backend's
         feats = np.empty((n_tokens, self.emb_dim + len(ORDERS) * CNN_DIM), dtype=np.float32)
-        feats[:, :self.emb_dim] = token[:, self.x_dim:]
-        buf = np.empty((n_tokens + 1, CNN_DIM), dtype=np.float32)
+        feats[:, :self.emb_dim] = token_table[token_row, self.x_dim:]
+        x = token_table[token_row, :self.x_dim]
+        buf = np.empty((n_tokens + 1, CNN_DIM), dtype=np.float32)   # h, and zeros: the padding
         buf[n_tokens] = 0.0
+        h = buf[:n_tokens]
+        c2 = np.empty((n_tokens, CNN_DIM), dtype=np.float32)
         for i, (n, left) in enumerate(ORDERS):
             lo = MAX_LEFT - left
             first = self.first_slot[i]
-            h = parts[slots[:, lo] + first]
+            h[:] = parts[slots[:, lo] + first]
             for k in range(1, n):
                 h += parts[slots[:, lo + k] + (first + k)]
             np.maximum(h, 0, out=h)
-            h += token[:, i * CNN_DIM:(i + 1) * CNN_DIM]
-            buf[:n_tokens] = h
-            c2 = feats[:, self.emb_dim + i * CNN_DIM:self.emb_dim + (i + 1) * CNN_DIM]
+            h += x[:, i * CNN_DIM:(i + 1) * CNN_DIM]
             np.matmul(buf[index[:, lo:lo + n]].reshape(n_tokens, n * CNN_DIM), b.w2[i], out=c2)
             c2 += b.b2[i]
             np.maximum(c2, 0, out=c2)
             c2 += h
-        del token, buf
+            feats[:, self.emb_dim + i * CNN_DIM:self.emb_dim + (i + 1) * CNN_DIM] = c2
+        del x, buf, c2
 
         # The backend's layer norm of each token's feats, summed over the sentence and
         # projected (cnn_W), in one product: sum_t LN(f_t) = ln_g * sum_t r_t (f_t - mu_t)
