@@ -3,10 +3,13 @@ at most 1 % of prose (English and Chinese) is refused. bench/secrets.py prints t
 compares detect-secrets on the same corpus."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from secret_corpus import CREDENTIALS, PROSE, PROSE_EN, PROSE_ZH
 
 from memrepo.store import secretscan
@@ -47,3 +50,133 @@ def test_add_refuses_a_credential_from_the_corpus(vault):
     proc = subprocess.run([sys.executable, "-m", "memrepo", "--vault", str(vault.root), "add", "--summary", "ci",
                            "--body", text], capture_output=True, text=True)
     assert proc.returncode != 0 and "gitlab-token" in proc.stderr and text.split()[1] not in proc.stderr
+
+
+# ---- the prefilter: a rule runs only when its needles occur, with exactly the findings of running every rule
+
+# Patterns as they were before they were rewritten for speed (same matches, less work): the
+# reference below runs these, so the rewrite is checked along with the prefilter.
+ORIGINAL_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def reference_scan(text: str) -> list[secretscan.Finding]:
+    """The scan without a prefilter: every rule's (original) pattern over the whole text."""
+    findings: dict[tuple[int, str], secretscan.Finding] = {}
+    for rule, pattern, check, _ in secretscan.RULES:
+        for m in ORIGINAL_PATTERNS.get(rule, pattern).finditer(text):
+            value = m.groupdict().get("value")
+            if check is not None and not check(value if value is not None else m.group(0)):
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            findings.setdefault((line, rule), secretscan.Finding(rule, line, secretscan._mask(m.group(0))))
+    return sorted(findings.values(), key=lambda f: (f.line, f.rule))
+
+
+FILE = """---
+id: mem_20261201_ab12cd
+layer: L1
+kind: event
+subject: service-10
+summary: {first}
+status: active
+tags:
+  - "#ops"
+created: "2026-12-01T10:00:00+00:00"
+---
+## What
+{text}
+
+## Evidence
+- ops/runbook.md:40
+"""
+
+
+def _variants(text: str) -> list[str]:
+    return [text, text.upper(), text.lower(), text.swapcase()]
+
+
+def _corpus_texts() -> list[str]:
+    texts = []
+    for _, cred in CREDENTIALS:
+        for prose in PROSE[::29]:
+            texts += [f"{prose} {cred} {prose}", f"{prose}\n{cred}\n"]
+        texts.append(FILE.format(first=cred.splitlines()[0], text=cred))
+    for prose in PROSE:
+        texts.append(FILE.format(first=prose, text=prose))
+    return [v for t in [c for _, c in CREDENTIALS] + PROSE + texts for v in _variants(t)]
+
+
+def test_prefiltered_scan_equals_every_rule_on_the_corpus():
+    texts = _corpus_texts()
+    assert len(texts) > 2000
+    for text in texts:
+        assert secretscan.scan(text) == reference_scan(text), text
+
+
+# re's (?i) matches these to ASCII letters in ways str.lower() does not (or not as one character).
+ODD_CASE = {"s": "ſ", "i": "ıİ", "k": "\u212a"}
+_NEEDLES = sorted({n for *_, needles in secretscan.RULES for n in needles})
+_KEYS = ["password", "passwd", "pwd", "passphrase", "passcode", "secret", "api_key", "apikey", "api key", "secret key",
+         "access_token", "auth-token", "client_secret", "private_key", "PRIVATE KEY", "token", "authorization",
+         "AccountKey", "SharedAccessSignature", "aws_secret_access_key", "Bearer", "密码", "口令", "密钥", "令牌"]
+
+
+def _odd(word: str) -> list[str]:
+    """``word`` with its s, i and k written as the odd characters, each way."""
+    return ["".join(ODD_CASE[c][j % len(ODD_CASE[c])] if c in ODD_CASE else c for c in word.lower()) for j in range(2)]
+
+
+_WORDS = sorted(set(_NEEDLES + _KEYS + [odd for w in _NEEDLES + _KEYS for odd in _odd(w)]))
+_GLUE = ["=", ":", "：", " is ", " was ", "是", "为", '"', "'", "`", "“", " ", "\n", "://", "@", "/", ".", "-", "_", ",",
+         "，", "。", "；", ": Bearer ", "=Basic "]
+_B64_RUNS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", min_size=1, max_size=60)
+_VALUES = st.one_of(st.sampled_from(["Xy7kQ2mPz9", "hunter2!", "/home/alice", "changeme", "a1b2c3d4e5f6g7h8i9j0k1"]),
+                    _B64_RUNS)
+_ASSIGN = st.tuples(st.sampled_from(_WORDS), st.sampled_from(["=", ": ", " = ", "：", " is ", " was ", "是", '": "', ": Bearer "]),
+                    _VALUES).map("".join)
+_PIECE = st.one_of(
+    st.sampled_from(_WORDS + _GLUE),
+    _ASSIGN,
+    _B64_RUNS,
+    st.text(alphabet="0123456789abcdef", min_size=1, max_size=40),
+    st.text(alphabet="密码口令钥是为就数据库的配置用户ſıİ\u212a !?.,:;=@/-_\t", max_size=12),
+    st.text(max_size=6),
+)
+_TEXT = st.lists(st.tuples(_PIECE, st.sampled_from(["", " ", "\n", "。"])), max_size=12).map(
+    lambda pieces: "".join(piece + sep for piece, sep in pieces))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXT, case=st.sampled_from([str, str.upper, str.lower, str.swapcase]))
+def test_prefiltered_scan_equals_every_rule_on_generated_text(text, case):
+    text = case(text)
+    assert secretscan.scan(text) == reference_scan(text)
+
+
+def test_fold_keeps_every_needle_that_re_would_match():
+    """For every code point re's (?i) matches to a character of a (?i) rule's needle, the folded
+    text holds that character (so a needle lookup can never miss a match)."""
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    chars = {c for _, pattern, _, needles in secretscan.RULES if pattern.flags & re.IGNORECASE for n in needles for c in n}
+    for c in chars:
+        for m in re.finditer("(?i)" + re.escape(c), every):
+            assert secretscan._fold(m.group()) == c, (c, hex(ord(m.group())))
+
+
+@pytest.mark.parametrize("text", [
+    "paſsword: Xy7kQ2mPz", "PRİVATE_KEY=Xy7kQ2mPz9", "ſecret_key = Xy7kQ2mPz9", "apı_key: Xy7kQ2mPz9",
+    "AUTHORİZATİON: Bearer a1b2c3d4e5f6g7h8i9j0", "the paſsword is Xy7kQ2mPz", "api \u212aey is Xy7kQ2mPz",
+])
+def test_odd_case_characters_are_still_found(text):
+    assert secretscan.scan(text) == reference_scan(text) != []
+
+
+@pytest.mark.parametrize("text", PROSE_EN[18:21] + PROSE_EN[28:30] + PROSE_ZH[6:12])
+def test_plain_prose_runs_only_the_rules_without_needles(text):
+    assert [rule for rule, *_ in secretscan._rules_for(text)] == ["aws-secret-access-key-bare"]
+
+
+def test_a_needle_brings_its_rule_in():
+    ran = {rule for rule, *_ in secretscan._rules_for("the PassWord is on the whiteboard, see https://x.example")}
+    assert {"password-assignment", "password-sentence", "url-credentials"} <= ran
+    assert "github-token" not in ran and "password-sentence-zh" not in ran
