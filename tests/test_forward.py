@@ -122,7 +122,20 @@ def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatc
     assert_close(parallel, old)
 
 
-def test_a_query_is_encoded_by_the_model_itself(model):
-    encoder = embed.Encoder()
-    encoder._model = model
-    assert np.array_equal(encoder.query("what is the pool limit?"), model.encode(["what is the pool limit?"])[0])
+def test_a_query_vector_does_not_depend_on_the_queries_before_it(model):
+    # the query encoder keeps its tokens' parts; each is computed on a block of rows, so a
+    # query's vector is bit for bit the same in a fresh encoder and after any other queries
+    # (a search's query child and its in-place fallback must agree exactly)
+    queries = ["what is the pool limit?", "小狗叫什么名字？", "pool", "the orders database pool limit", "限",
+               "INC-34021 回滚 orders-db", "a", ""] + [f"pool {i} limit 小狗 {i * 3}" for i in range(40)]
+    fresh = {}
+    for q in queries:
+        encoder = embed.Encoder()
+        encoder._model = model
+        fresh[q] = encoder.query(q)
+        assert_close(fresh[q][None], model.encode([q or " "]))
+    seasoned = embed.Encoder()
+    seasoned._model = model
+    for q in queries[::-1] + queries:
+        assert np.array_equal(seasoned.query(q), fresh[q]), q
+    assert 0 < seasoned._queries.used <= embed.QUERY_CAPACITY

@@ -40,6 +40,7 @@ MEMO_CHARS = 32       # ... of at most this many characters (a word; ≤ ~1.3 KB
 SPACE = "\u2581"      # the tokenizer's whitespace mark
 TOKEN_BUDGET = 1024   # tokens per micro-batch (see bench/RESULTS.md: the GEMM left is smaller)
 CAPACITY = 4096       # ids whose parts are kept: (512 + 768 + 2560) * 4 B each, ≈ 63 MB at most
+BLOCK = 16            # the parts are computed for a multiple of this many ids (see Forward._compute)
 
 
 class Forward:
@@ -150,7 +151,18 @@ class Forward:
     # ---- the parts of distinct ids -------------------------------------------------------
     def _compute(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Of the distinct ``ids``: [x | dequantised row] (m, 768 + 512) and the parts
-        (m, SLOTS, 256), the first convolution's bias in each order's own-token slot."""
+        (m, SLOTS, 256), the first convolution's bias in each order's own-token slot.
+        An id's values do not depend on the ids computed with it: the products run on a
+        multiple of ``BLOCK`` rows (BLAS computes a row of a product of two or more rows
+        alike wherever it stands and whatever the others are; a single row takes another
+        path, which rounds differently), so a vector does not depend on what was kept."""
+        m = len(ids)
+        if m % BLOCK:
+            ids = np.concatenate([ids, np.zeros(BLOCK - m % BLOCK, dtype=ids.dtype)])
+        rows, parts = self._products(ids)
+        return rows[:m], parts[:m]
+
+    def _products(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         b = self.b
         rows = np.empty((len(ids), self.x_dim + self.emb_dim), dtype=np.float32)
         emb = rows[:, self.x_dim:]
