@@ -308,3 +308,88 @@ def test_search_reads_ann_above_from_the_config_and_answers_through_the_index(va
     snap = store.load()
     assert snap.ivf is not None and snap.uses_ann(statuses={"active"})
     assert result.semantic == "hybrid" and result.hits[0].id == "dog"
+
+
+def tagged(i: int) -> tuple[tuple[str, ...], int | None]:
+    """Row i's tags (a common one of 13, "rare" on every 97th row) and creation time (none on every 11th)."""
+    return tuple(sorted({f"t{i % 13}"} | ({"rare"} if i % 97 == 0 else set()))), \
+        None if i % 11 == 0 else 1_700_000_000 + 3600 * i
+
+
+def write_tagged(path, vecs) -> VectorStore:
+    store = VectorStore(path, ann_above=ABOVE)
+    store._write_snapshot([(f"m{i:05d}", VecDocMeta(f"h{i}", *fields(i), *tagged(i)), vecs[i]) for i in range(len(vecs))],
+                          "c1", [])
+    return store
+
+
+def test_a_tag_or_a_date_filter_searches_its_own_pool(tmp_path, data):
+    """Tag and date filters are applied to the rows in numpy, as subject and status are: the
+    nearest memories *within* the tag's or the date's pool, not the overall nearest filtered
+    afterwards (which holds none of a rare tag's memories)."""
+    store = write_tagged(tmp_path / "v", data)
+    snap = store.load()
+    since = 1_700_000_000 + 3600 * 500
+    in_pool = {
+        "rare": lambda i: "rare" in tagged(i)[0],
+        "t3": lambda i: "t3" in tagged(i)[0],
+        "since": lambda i: tagged(i)[1] is not None and tagged(i)[1] >= since,
+        "rare since": lambda i: "rare" in tagged(i)[0] and tagged(i)[1] is not None and tagged(i)[1] >= since,
+    }
+    args = {"rare": {"tag": "rare"}, "t3": {"tag": "t3"}, "since": {"since": since},
+            "rare since": {"tag": "rare", "since": since}}
+    assert snap.uses_ann(statuses={"active"}, since=since)          # 5/6 of the rows: the IVF index
+    assert not snap.uses_ann(statuses={"active"}, tag="rare")       # 31 rows: exact
+    for q in queries(data, 10):
+        # filtering the overall nearest 30 afterwards would leave fewer than 10 of the rare tag
+        overall = [m for m, _ in snap.top(q, 30, statuses={"active"})]
+        assert len([m for m in overall if "rare" in tagged(int(m[1:]))[0]]) < 10
+        for name, keep in in_pool.items():
+            got = [m for m, _ in snap.top(q, 10, statuses={"active"}, **args[name])]
+            want = exact(data, q, 10, lambda i, keep=keep: keep(i) and fields(i)[1] == "active")
+            if name == "since":   # the IVF index: inside the pool, nearly the exact top
+                assert all(in_pool["since"](int(m[1:])) for m in got) and len(set(got) & set(want)) >= 8
+            else:
+                assert got == want and len(got) == 10, name
+    assert snap.top(queries(data, 1)[0], 5, tag="no-such-tag") == []
+    # the delta carries tags and dates, and a compaction keeps them
+    docs = Vectors()
+    near = queries(data, 1, seed=21)[0]
+    moved = docs.doc("m00097", near)                   # was "rare": now without tags
+    fresh = VecDoc("new01", "a new rare memory", "s0", "active", "L1", "event", ("rare",), since + 1)
+    docs.by_text[fresh.text] = near
+    store.apply([moved, fresh], [], docs, commit="c2")
+    snap = store.load()
+    got = [m for m, _ in snap.top(near, 3, statuses={"active"}, tag="rare", since=since)]
+    assert got[0] == "new01" and "m00097" not in [m for m, _ in snap.top(near, 40, tag="rare")]
+    store._write_snapshot(sorted(snap.items(), key=lambda e: e[0]), "c3", [], previous=snap)
+    vectors._LOADED.clear()
+    again = store.load()
+    assert [m for m, _ in again.top(near, 3, statuses={"active"}, tag="rare", since=since)] == got
+    assert dict((m, meta) for m, meta, _ in again.items())["m00194"].tags == tagged(194)[0]
+
+
+def test_vectors_of_the_format_without_tags_are_reused_not_encoded_again(tmp_path, data):
+    store = write(tmp_path / "v", data[:50])
+    meta = json.loads((tmp_path / "v" / "meta.json").read_text())
+    with np.load(tmp_path / "v" / f"{meta['snapshot']}.rows.npz") as z:   # as the older format wrote it
+        arrays = {k: z[k] for k in z.files if k not in ("tag_offsets", "tag_codes", "v_tag", "created")}
+    np.savez(tmp_path / "v" / f"{meta['snapshot']}.rows.npz", **arrays)
+    (tmp_path / "v" / "meta.json").write_text(json.dumps({**meta, "format": 1}))
+    vectors._LOADED.clear()
+    store = VectorStore(tmp_path / "v", ann_above=ABOVE)
+    assert not store.ready() and store.load().count() == 0   # not searched: it has no tags or dates
+
+    class NoEncoding:
+        def batches(self, texts, progress=None):
+            raise AssertionError(f"{len(texts)} texts encoded again")
+    texts = {f"h{i}": f"text {i}" for i in range(50)}
+    docs = [VecDoc(f"m{i:05d}", texts[f"h{i}"], *fields(i), *tagged(i)) for i in range(50)]
+    # the rebuild finds each text's vector by its hash: make the old rows' hashes those of the texts
+    arrays["hashes"] = np.array([embed.text_hash(texts[f"h{i}"]) for i in range(50)], dtype=str)
+    np.savez(tmp_path / "v" / f"{meta['snapshot']}.rows.npz", **arrays)
+    vectors._LOADED.clear()
+    assert store.rebuild(docs, NoEncoding(), commit="c2") == 50
+    snap = store.load()
+    assert store.ready() and snap.count() == 50
+    assert [m for m, _ in snap.top(data[0], 3, tag="rare")] == ["m00000"]

@@ -374,3 +374,21 @@ def test_a_query_encoded_ahead_is_the_query_encoded_inline(bilingual):
 def test_a_summary_that_only_repeats_the_body_is_not_embedded_twice(summary, body, alone):
     assert embed.repeats(summary, body) is alone
     assert embed.memory_text(summary, body) == (body if alone else f"{summary}\n{body}")
+
+
+def test_a_tag_filter_finds_by_meaning_within_the_tag(vault, semantic):
+    """A question with a tag filter gets the tag's memories nearest in meaning, even when the
+    nearest memories overall (more than the vectors' pool of 30) carry none of the tag."""
+    for i in range(40):
+        text = f"我们家的小狗每天早上要散步，第{i}条路线最近。"
+        add(vault, f"mem_dog{i:02d}", text)
+    for memory_id, text in (("mem_vet", "The puppy needs his vaccinations at the vet next month."),
+                            ("mem_tax", "The quarterly tax filing is due on the fifteenth of April."),
+                            ("mem_brakes", "Replace the brake pads on the car before winter.")):
+        memories.add(vault, {"id": memory_id, "subject": "proj", "summary": text, "tags": ["#errands"]}, text)
+    question = "我们家的小狗需要散步吗？"
+    overall, _ = api.search(vault, question, intent="howto", limit=30)
+    assert len(overall.hits) == 30 and all(h.id.startswith("mem_dog") for h in overall.hits)
+    result, _ = api.search(vault, question, tag="errands", intent="howto", limit=3)
+    assert result.semantic == "hybrid"
+    assert [h.id for h in result.hits][:1] == ["mem_vet"]

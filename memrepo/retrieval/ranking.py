@@ -252,7 +252,8 @@ def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
 def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
                   flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
-    filters (the subject/layer/kind/status pool in numpy, tag and date through Whoosh), each
+    filters (the subject/layer/kind/status/tag/date pool in numpy; Whoosh's filter checks them
+    again, as the vectors may lag the index by a change), each
     with the keyword query's score for it (as the collection gives it): a memory's keyword side
     is the same whether it came in by its words or by its vector."""
     vec = semantic.vectors
@@ -263,7 +264,7 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
         return cands
     have = {c.fields["id"] for c in cands}
     near = vec.top(semantic.vector(), tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
-                   statuses=_allowed_statuses(q, history))
+                   statuses=_allowed_statuses(q, history), tag=_tag_term(q.tag), since=epoch(q.since))
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     added: list[_Cand] = []
     for mid, c in near:
@@ -371,13 +372,18 @@ def _parse_advanced(searcher, query: str):
         return None
 
 
+def _tag_term(tag: str | None) -> str | None:
+    """The ``tag`` field's term a tag filter asks for."""
+    return tag.lower().lstrip("#") if tag else None
+
+
 def _filters(q: SearchQuery, history: bool):
     from whoosh import query as wq
     allowed = _allowed_statuses(q, history)
     mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
     parts = []
     for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
-                         ("tag", q.tag.lower().lstrip("#") if q.tag else None)):
+                         ("tag", _tag_term(q.tag))):
         if value:
             parts.append(wq.Term(field, value))
     since = epoch(q.since)

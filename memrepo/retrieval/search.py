@@ -461,8 +461,10 @@ def _vector_store(vault: Vault):
 
 def _vec_doc(doc):
     from memrepo.retrieval import embed
+    from memrepo.retrieval.fields import epoch, tag_terms
     from memrepo.retrieval.vectors import VecDoc
-    return VecDoc(doc.id, embed.memory_text(doc.summary, doc.body), doc.subject, doc.status, doc.layer, doc.kind)
+    return VecDoc(doc.id, embed.memory_text(doc.summary, doc.body), doc.subject, doc.status, doc.layer, doc.kind,
+                  tag_terms(doc.tags), epoch(doc.created))
 
 
 def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:

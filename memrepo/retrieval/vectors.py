@@ -3,12 +3,13 @@
 Layout of ``<index_dir>/vectors``::
 
     meta.json                {"format", "model", "commit", "snapshot", "dirty"}
-    snap-000003.vecs.npy     float32 (N, 512) unit vectors: format 1, rows sorted by memory id;
-                             format 2 (a snapshot with an ANN index), rows grouped by IVF list
-    snap-000003.rows.npz     ids (sorted), content hashes, and the filter fields (subject,
-                             status, layer, kind) as codes; format 2: each id's matrix row and
+    snap-000003.vecs.npy     float32 (N, 512) unit vectors: format 3, rows sorted by memory id;
+                             format 4 (a snapshot with an ANN index), rows grouped by IVF list
+    snap-000003.rows.npz     ids (sorted), content hashes, and the filter fields: subject,
+                             status, layer, kind as codes, each row's tags (codes, offsets) and
+                             creation time (epoch seconds); format 4: each id's matrix row and
                              where each IVF list's rows start in the matrix
-    snap-000003.ivf.npy      format 2: the ANN index's k-means centroids, float32 (lists, 512)
+    snap-000003.ivf.npy      format 4: the ANN index's k-means centroids, float32 (lists, 512)
     snap-000003.delta.jsonl  memories changed since the snapshot, appended one per line
                              (a vector in base64), or {"id", "deleted": true}
     write.lock               fcntl lock: one writer at a time
@@ -32,8 +33,10 @@ of CPU gathered, 6.1 in place). The index is written with its snapshot, before
 ``meta.json`` flips to it; a compaction keeps the previous centroids and lists the rows it
 already had where they were (only rows new to the snapshot are assigned), a full rebuild
 trains anew. The delta is always scanned exactly. A snapshot without a readable index is
-searched exactly. Format 2 is written only for a snapshot with an index: a memrepo that knows
-format 1 alone takes it for vectors it cannot read and rebuilds them, never misreads them.
+searched exactly. Format 4 is written only for a snapshot with an index: a memrepo that knows
+format 3 alone takes it for vectors it cannot read and rebuilds them, never misreads them.
+Formats 1 and 2 (without tags and dates) are not searched: they are rebuilt from the memory
+files, their vectors reused by content hash (nothing is encoded again).
 """
 from __future__ import annotations
 
@@ -53,8 +56,10 @@ from memrepo.retrieval import embed
 from memrepo.store.files import atomic_write
 from memrepo.store.lock import is_locked, locked
 
-FORMAT = 1                 # rows sorted by memory id
-FORMAT_IVF = 2             # rows grouped by IVF list (rows.npz maps each id to its row)
+FORMAT = 3                 # rows sorted by memory id
+FORMAT_IVF = 4             # rows grouped by IVF list (rows.npz maps each id to its row)
+OLDER = {1: FORMAT, 2: FORMAT_IVF}   # formats without tags and dates: their vectors are reused by a rebuild
+NO_DATE = np.iinfo(np.int64).min     # the creation time of a memory without one (no ``since`` admits it)
 COMPACT_AT = 2000          # delta lines before a new snapshot is written
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back", "")
 LOCK_WAIT_S = 10.0
@@ -80,13 +85,16 @@ class VectorsBusy(Exception):
 
 @dataclass(frozen=True)
 class VecDoc:
-    """What the vector store keeps of one memory."""
+    """What the vector store keeps of one memory (``tags``: as the index's tag filter
+    matches them, :func:`memrepo.retrieval.fields.tag_terms`; ``created``: epoch seconds)."""
     id: str
     text: str
     subject: str
     status: str
     layer: str
     kind: str
+    tags: tuple[str, ...] = ()
+    created: int | None = None
 
 
 def _unit(rows) -> np.ndarray:
@@ -171,14 +179,22 @@ class Snapshot:
     """One loaded state: the snapshot's rows (memory-mapped) plus the delta applied on top."""
 
     def __init__(self, vecs: np.ndarray, ids: np.ndarray, hashes: np.ndarray, codes: dict[str, np.ndarray],
-                 vocab: dict[str, list[str]], matrix_row: np.ndarray | None = None) -> None:
+                 vocab: dict[str, list[str]], matrix_row: np.ndarray | None = None, *,
+                 tags: tuple[np.ndarray, np.ndarray, list[str]] | None = None,
+                 created: np.ndarray | None = None) -> None:
         self.vecs, self.ids, self.hashes, self.codes, self.vocab = vecs, ids, hashes, codes, vocab
         self.matrix_row = matrix_row  # the matrix row of each id row (None: the same row)
+        # each row's tags as codes (row i's: tag_codes[tag_offsets[i]:tag_offsets[i + 1]])
+        self.tag_offsets, self.tag_codes, self.tag_vocab = tags or (np.zeros(len(ids) + 1, dtype=np.int64),
+                                                                     np.zeros(0, dtype=np.int32), [])
+        self.created = created if created is not None else np.full(len(ids), NO_DATE, dtype=np.int64)
+        self._tag_code: dict[str, int] | None = None
+        self._tag_rows: dict[str, np.ndarray] = {}
         self.alive = np.ones(len(ids), dtype=bool)
         self.delta: dict[str, tuple[VecDocMeta | None, np.ndarray | None]] = {}
         self.delta_lines = 0
         self.ivf: Ivf | None = None
-        self._delta_block: tuple[list[str], np.ndarray, dict[str, np.ndarray]] | None = None
+        self._delta_block: tuple[list[str], np.ndarray, dict] | None = None
         self.ann_above = ANN_ABOVE
         self._counts: dict[str, np.ndarray] = {}
 
@@ -231,8 +247,11 @@ class Snapshot:
 
     def items(self) -> Iterator[tuple[str, VecDocMeta, np.ndarray]]:
         for i in np.flatnonzero(self.alive):
+            tags = tuple(self.tag_vocab[c] for c in self.tag_codes[self.tag_offsets[i]:self.tag_offsets[i + 1]])
+            created = int(self.created[i])
             yield str(self.ids[i]), VecDocMeta(str(self.hashes[i]), *(self.vocab[k][self.codes[k][i]]
-                                                                  for k in ("subject", "status", "layer", "kind"))), self.vecs[self._m(i)]
+                                                                  for k in ("subject", "status", "layer", "kind")),
+                                               tags, None if created == NO_DATE else created), self.vecs[self._m(i)]
         for mid, (meta, vec) in self.delta.items():
             if meta is not None:
                 yield mid, meta, vec
@@ -246,11 +265,15 @@ class Snapshot:
         self._delta_block = None
 
     # ---- search --------------------------------------------------------------------
-    def _mask(self, subject, layer, kind, statuses, rows: np.ndarray | None = None) -> np.ndarray:
+    def _mask(self, subject, layer, kind, statuses, tag=None, since=None, rows: np.ndarray | None = None) -> np.ndarray:
         """Which snapshot rows (all, or those in ``rows``) are live and inside the filters."""
         def of(a: np.ndarray) -> np.ndarray:
             return a if rows is None else a[rows]
         mask = self.alive.copy() if rows is None else self.alive[rows]
+        if tag is not None:
+            mask &= of(self._tagged(tag))
+        if since is not None:
+            mask &= of(self.created) >= since
         for field, value in (("subject", subject), ("layer", layer), ("kind", kind)):
             if value is not None:
                 try:
@@ -262,10 +285,30 @@ class Snapshot:
             mask &= allowed[of(self.codes["status"])]
         return mask
 
-    def _wide(self, subject, layer, kind, statuses) -> bool:
+    def _tagged(self, tag: str) -> np.ndarray:
+        """Which rows carry ``tag`` (kept for the last few tags asked: the rows do not change)."""
+        tagged = self._tag_rows.get(tag)
+        if tagged is None:
+            if self._tag_code is None:
+                self._tag_code = {t: i for i, t in enumerate(self.tag_vocab)}
+            tagged = np.zeros(len(self.ids), dtype=bool)
+            code = self._tag_code.get(tag)
+            if code is not None:
+                at = np.flatnonzero(self.tag_codes == code)
+                tagged[np.searchsorted(self.tag_offsets, at, side="right") - 1] = True
+            if len(self._tag_rows) >= 16:
+                self._tag_rows.clear()
+            self._tag_rows[tag] = tagged
+        return tagged
+
+    def _wide(self, subject, layer, kind, statuses, tag=None, since=None) -> bool:
         """Whether the pool may hold a ``1/GATHER_BELOW`` share of the rows or more (an upper
         bound from each filter's count of rows, without a pass over the rows)."""
         bound = len(self.ids)
+        if tag is not None:
+            bound = int(self._tagged(tag).sum())
+        if since is not None:
+            bound = min(bound, int(np.count_nonzero(self.created >= since)))
         wanted = {"subject": subject, "layer": layer, "kind": kind}
         for field, values in [(f, {v}) for f, v in wanted.items() if v is not None] + \
                 ([("status", set(statuses))] if statuses is not None else []):
@@ -301,21 +344,24 @@ class Snapshot:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         return np.concatenate(rows_parts), np.concatenate(sims_parts)
 
-    def uses_ann(self, *, subject=None, layer=None, kind=None, statuses=None) -> bool:
+    def uses_ann(self, *, subject=None, layer=None, kind=None, statuses=None, tag=None, since=None) -> bool:
         """Whether ``top`` with these filters reads the IVF index rather than every row of the pool."""
         return (self.ivf is not None and len(self.ids) >= max(self.ann_above, 1)
-                and self._wide(subject, layer, kind, statuses))
+                and self._wide(subject, layer, kind, statuses, tag, since))
 
-    def top(self, qvec, k: int, *, subject=None, layer=None, kind=None, statuses=None) -> list[tuple[str, float]]:
-        """The ``k`` memories nearest ``qvec`` within the filtered pool: exact, or through the
-        IVF index for a wide pool of a large snapshot (``uses_ann``); the delta is exact."""
+    def top(self, qvec, k: int, *, subject=None, layer=None, kind=None, statuses=None,
+            tag: str | None = None, since: int | None = None) -> list[tuple[str, float]]:
+        """The ``k`` memories nearest ``qvec`` within the filtered pool (``tag``: memories
+        carrying it; ``since``: created at or after these epoch seconds): exact, or through
+        the IVF index for a wide pool of a large snapshot (``uses_ann``); the delta is exact."""
         q = _unit(qvec)[0]
         out: list[tuple[str, float]] = []
+        filters = (subject, layer, kind, statuses, tag, since)
         with embed.one_blas_thread():
-            if self.uses_ann(subject=subject, layer=layer, kind=kind, statuses=statuses):
-                rows, sims = self._ann(q, k, (subject, layer, kind, statuses))
+            if self.uses_ann(subject=subject, layer=layer, kind=kind, statuses=statuses, tag=tag, since=since):
+                rows, sims = self._ann(q, k, filters)
             else:
-                rows = np.flatnonzero(self._mask(subject, layer, kind, statuses))
+                rows = np.flatnonzero(self._mask(*filters))
                 # a narrow pool (a subject) gathers its rows; a wide one (every active memory
                 # but a few) takes one pass over the matrix and drops the rest: gathering 97 % of
                 # 100k rows copied 200 MB per query and cost 130-150 ms of CPU instead of 28-30
@@ -335,6 +381,10 @@ class Snapshot:
                     keep &= fields[field] == value
             if statuses is not None:
                 keep &= np.isin(fields["status"], list(statuses))
+            if tag is not None:
+                keep &= np.array([tag in tags for tags in fields["tags"]], dtype=bool)
+            if since is not None:
+                keep &= fields["created"] >= since
             at = np.flatnonzero(keep)
             if len(at):
                 sims = delta_sims[at]
@@ -343,7 +393,7 @@ class Snapshot:
         out.sort(key=lambda t: (-t[1], t[0]))
         return out[:k]
 
-    def _delta_rows(self) -> tuple[list[str], np.ndarray, dict[str, np.ndarray]]:
+    def _delta_rows(self) -> tuple[list[str], np.ndarray, dict]:
         """The live delta as one matrix, with its ids and filter fields, built once per change
         (scoring 1,000 delta vectors one at a time cost ~7 ms of CPU per query)."""
         if self._delta_block is None:
@@ -352,6 +402,9 @@ class Snapshot:
                      else np.zeros((0, embed.DIM), dtype=np.float32))
             fields = {f: np.array([getattr(meta, f) for _, meta, _ in live], dtype=str)
                       for f in ("subject", "status", "layer", "kind")}
+            fields["tags"] = [frozenset(meta.tags) for _, meta, _ in live]
+            fields["created"] = np.array([NO_DATE if meta.created is None else meta.created for _, meta, _ in live],
+                                         dtype=np.int64)
             self._delta_block = ([mid for mid, _, _ in live], block, fields)
         return self._delta_block
 
@@ -372,6 +425,12 @@ class VecDocMeta:
     status: str
     layer: str
     kind: str
+    tags: tuple[str, ...] = ()
+    created: int | None = None
+
+    @classmethod
+    def of(cls, doc: VecDoc, text_hash: str) -> VecDocMeta:
+        return cls(text_hash, doc.subject, doc.status, doc.layer, doc.kind, tuple(doc.tags), doc.created)
 
 
 class VectorStore:
@@ -400,8 +459,11 @@ class VectorStore:
 
     def ready(self) -> bool:
         """True when vectors of this model and format are present (they may lag HEAD: see ``commit``)."""
+        return self._readable((FORMAT, FORMAT_IVF))
+
+    def _readable(self, formats) -> bool:
         m = self.meta()
-        return (m.get("format") in (FORMAT, FORMAT_IVF) and m.get("model") == self.model
+        return (m.get("format") in formats and m.get("model") == self.model
                 and isinstance(m.get("snapshot"), str) and re.fullmatch(r"snap-\d+", m["snapshot"]) is not None
                 and (self.dir / f"{m['snapshot']}.vecs.npy").exists())
 
@@ -432,11 +494,13 @@ class VectorStore:
             return st.st_ino, st.st_mtime_ns, st.st_size
         return snap, stamp(self.dir / f"{snap}.vecs.npy"), stamp(self.dir / f"{snap}.delta.jsonl")
 
-    def load(self) -> Snapshot:
-        """The current vectors (cached per process and directory while the files are unchanged)."""
+    def load(self, *, older: bool = False) -> Snapshot:
+        """The current vectors (cached per process and directory while the files are unchanged);
+        with ``older``, also those of an older format (their vectors for a rebuild to reuse)."""
         m = self.meta()
-        if not self.ready():
+        if not self._readable((FORMAT, FORMAT_IVF, *(OLDER if older else ()))):
             return Snapshot.empty()
+        fmt = OLDER.get(m["format"], m["format"])
         snap = m["snapshot"]
         delta = self.dir / f"{snap}.delta.jsonl"
         key = self._key(snap)
@@ -452,8 +516,10 @@ class VectorStore:
             hashes = z["hashes"]
             codes = {k: z[f"c_{k}"] for k in ("subject", "status", "layer", "kind")}
             vocab = {k: z[f"v_{k}"].tolist() for k in ("subject", "status", "layer", "kind")}
-            layout = (z["matrix_row"], z["list_offsets"], int(z["trained_on"])) if m["format"] == FORMAT_IVF else None
-        s = Snapshot(vecs, ids, hashes, codes, vocab, layout[0] if layout else None)
+            layout = (z["matrix_row"], z["list_offsets"], int(z["trained_on"])) if fmt == FORMAT_IVF else None
+            tags = (z["tag_offsets"], z["tag_codes"], z["v_tag"].tolist()) if "v_tag" in z.files else None
+            created = z["created"] if "created" in z.files else None
+        s = Snapshot(vecs, ids, hashes, codes, vocab, layout[0] if layout else None, tags=tags, created=created)
         s.ann_above = self.ann_above
         if layout is not None and (self.dir / f"{snap}.ivf.npy").exists():
             matrix_row, offsets, trained_on = layout
@@ -468,8 +534,8 @@ class VectorStore:
                     s._override(rec["id"], None, None)
                 else:
                     vec = np.frombuffer(base64.b64decode(rec["vec"]), dtype=np.float32)
-                    s._override(rec["id"], VecDocMeta(rec["hash"], rec["subject"], rec["status"],
-                                                      rec["layer"], rec["kind"]), vec)
+                    s._override(rec["id"], VecDocMeta(rec["hash"], rec["subject"], rec["status"], rec["layer"],
+                                                      rec["kind"], tuple(rec.get("tags", ())), rec.get("created")), vec)
                 s.delta_lines += 1
         _LOADED[self.dir] = (key, s)
         return s
@@ -479,8 +545,7 @@ class VectorStore:
                 progress: Callable[[int, int], None] | None = None, dirty: Iterable[str] = ()) -> int:
         """All vectors anew from ``docs`` (cached vectors reused by content hash); returns the count."""
         with self.lock():
-            old = self.load() if self.ready() else Snapshot.empty()
-            cache = old.cache()
+            cache = self.load(older=True).cache()   # a format without tags and dates: its vectors still serve
             docs = list(docs)
             hashes = [embed.text_hash(d.text) for d in docs]
             todo: dict[str, str] = {}
@@ -498,8 +563,8 @@ class VectorStore:
                     done += len(vecs)
                     if progress:
                         progress(done, total)
-            entries = sorted(((d.id, VecDocMeta(h, d.subject, d.status, d.layer, d.kind), cache[h])
-                              for d, h in zip(docs, hashes)), key=lambda e: e[0])
+            entries = sorted(((d.id, VecDocMeta.of(d, h), cache[h]) for d, h in zip(docs, hashes)),
+                             key=lambda e: e[0])
             self._write_snapshot(entries, commit, dirty=sorted(dirty))
             return len(entries)
 
@@ -512,7 +577,7 @@ class VectorStore:
             pending = []
             for d in upserts:
                 h = embed.text_hash(d.text)
-                meta = VecDocMeta(h, d.subject, d.status, d.layer, d.kind)
+                meta = VecDocMeta.of(d, h)
                 vec = s.vector(d.id) if s.hash_of(d.id) == h else s.find_hash(h)
                 if vec is None:
                     pending.append((d, meta))
@@ -547,7 +612,8 @@ class VectorStore:
             return json.dumps({"id": memory_id, "deleted": True})
         data = base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode("ascii")
         return json.dumps({"id": memory_id, "hash": meta.hash, "subject": meta.subject, "status": meta.status,
-                           "layer": meta.layer, "kind": meta.kind, "vec": data}, ensure_ascii=False)
+                           "layer": meta.layer, "kind": meta.kind, "tags": list(meta.tags), "created": meta.created,
+                           "vec": data}, ensure_ascii=False)
 
     def _write_snapshot(self, entries: list, commit: str | None, dirty: list[str],
                         previous: Snapshot | None = None) -> None:
@@ -582,6 +648,13 @@ class VectorStore:
             index = {v: i for i, v in enumerate(vocab)}
             arrays[f"c_{field}"] = np.array([index[v] for v in values], dtype=np.int32)
             arrays[f"v_{field}"] = np.array(vocab, dtype=str)
+        tag_vocab = sorted({t for e in entries for t in e[1].tags})
+        tag_code = {t: i for i, t in enumerate(tag_vocab)}
+        arrays["tag_offsets"] = np.zeros(len(entries) + 1, dtype=np.int64)
+        np.cumsum([len(e[1].tags) for e in entries], out=arrays["tag_offsets"][1:])
+        arrays["tag_codes"] = np.array([tag_code[t] for e in entries for t in e[1].tags], dtype=np.int32)
+        arrays["v_tag"] = np.array(tag_vocab, dtype=str)
+        arrays["created"] = np.array([NO_DATE if e[1].created is None else e[1].created for e in entries], dtype=np.int64)
         with open(self.dir / f"{snap}.rows.npz", "wb") as fh:
             np.savez(fh, **arrays)
         if ivf is not None:
