@@ -56,20 +56,20 @@ def test_add_refuses_a_credential_from_the_corpus(vault):
 
 # Patterns as they were before they were rewritten for speed (same matches, less work): the
 # reference below runs these, so the rewrite is checked along with the prefilter.
-ORIGINAL_PATTERNS: dict[str, re.Pattern[str]] = {
-    "password-assignment": re.compile(
-        rf"(?i)(?:{secretscan._ASSIGN_KEYS})[\"']?\s*(?:=|:|：)\s*[\"']?(?P<value>[^\s\"',;，。]{{6,}})"),
-    "password-sentence": re.compile(
+ORIGINAL_PATTERNS: dict[str, str] = {
+    "password-assignment":
+        rf"(?i)(?:{secretscan._ASSIGN_KEYS})[\"']?\s*(?:=|:|：)\s*[\"']?(?P<value>[^\s\"',;，。]{{6,}})",
+    "password-sentence":
         r"(?i)\b(?:password|passwd|passphrase|passcode|secret key|api key|token)\s+(?:is|was|=)\s*[:：]?\s*[\"'`]?"
-        r"(?P<value>[!-~]{6,})"),
+        r"(?P<value>[!-~]{6,})",
 }
 
 
 def reference_scan(text: str) -> list[secretscan.Finding]:
     """The scan without a prefilter: every rule's (original) pattern over the whole text."""
     findings: dict[tuple[int, str], secretscan.Finding] = {}
-    for rule, pattern, check, _ in secretscan.RULES:
-        for m in ORIGINAL_PATTERNS.get(rule, pattern).finditer(text):
+    for rule, source, check, _ in secretscan.RULES:
+        for m in re.compile(ORIGINAL_PATTERNS.get(rule, source)).finditer(text):
             value = m.groupdict().get("value")
             if check is not None and not check(value if value is not None else m.group(0)):
                 continue
@@ -166,7 +166,8 @@ def test_fold_keeps_every_needle_that_re_would_match():
     """For every code point re's (?i) matches to a character of a (?i) rule's needle, the folded
     text holds that character (so a needle lookup can never miss a match)."""
     every = EVERY_CODE_POINT
-    chars = {c for _, pattern, _, needles in secretscan.RULES if pattern.flags & re.IGNORECASE for n in needles for c in n}
+    chars = {c for _, source, _, needles in secretscan.RULES if re.compile(source).flags & re.IGNORECASE
+             for n in needles for c in n}
     for c in chars:
         for m in re.finditer("(?i)" + re.escape(c), every):
             assert secretscan._fold(m.group()) == c, (c, hex(ord(m.group())))
@@ -178,7 +179,7 @@ def test_fold_keeps_every_needle_that_re_would_match():
 ])
 def test_lookahead_admits_every_character_re_matches_to_a_first_letter(rule, keys):
     """The (?=[…]) before the keys lets through exactly the characters that start a key under (?i)."""
-    pattern = next(p for name, p, *_ in secretscan.RULES if name == rule).pattern
+    pattern = next(source for name, source, *_ in secretscan.RULES if name == rule)
     lookahead = re.search(r"\(\?=(\[[^]]+\])\)", pattern).group(1)
     firsts = "".join(sorted({key[0] for key in keys}))
     assert sorted(lookahead[1:-1]) == sorted(firsts)
@@ -204,3 +205,11 @@ def test_a_needle_brings_its_rule_in():
     ran = {rule for rule, *_ in secretscan._rules_for("the PassWord is on the whiteboard, see https://x.example")}
     assert {"password-assignment", "password-sentence", "url-credentials"} <= ran
     assert "github-token" not in ran and "password-sentence-zh" not in ran
+
+
+def test_only_the_rules_that_run_are_compiled():
+    assert all(source.startswith("(?i)") == bool(re.compile(source).flags & re.IGNORECASE)
+               for _, source, *_ in secretscan.RULES)  # how _rules_for tells a (?i) rule without compiling it
+    secretscan._compiled.cache_clear()
+    secretscan.scan("The design review moved to Friday at 10:00.")
+    assert secretscan._compiled.cache_info().currsize == 1
