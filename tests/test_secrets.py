@@ -171,6 +171,7 @@ def test_fold_keeps_every_needle_that_re_would_match():
     for c in chars:
         for m in re.finditer("(?i)" + re.escape(c), every):
             assert secretscan._fold(m.group()) == c, (c, hex(ord(m.group())))
+    assert len(secretscan._fold(every)) == len(every)  # positions in the folded text are the text's
 
 
 @pytest.mark.parametrize("rule,keys", [
@@ -198,11 +199,11 @@ def test_odd_case_characters_are_still_found(text):
 
 @pytest.mark.parametrize("text", PROSE_EN[18:21] + PROSE_EN[28:30] + PROSE_ZH[6:12])
 def test_plain_prose_runs_only_the_rules_without_needles(text):
-    assert [rule for rule, *_ in secretscan._rules_for(text)] == ["aws-secret-access-key-bare"]
+    assert [rule[0] for rule, _ in secretscan._rules_for(text)] == ["aws-secret-access-key-bare"]
 
 
 def test_a_needle_brings_its_rule_in():
-    ran = {rule for rule, *_ in secretscan._rules_for("the PassWord is on the whiteboard, see https://x.example")}
+    ran = {rule[0] for rule, _ in secretscan._rules_for("the PassWord is on the whiteboard, see https://x.example")}
     assert {"password-assignment", "password-sentence", "url-credentials"} <= ran
     assert "github-token" not in ran and "password-sentence-zh" not in ran
 
@@ -213,3 +214,22 @@ def test_only_the_rules_that_run_are_compiled():
     secretscan._compiled.cache_clear()
     secretscan.scan("The design review moved to Friday at 10:00.")
     assert secretscan._compiled.cache_info().currsize == 1
+
+
+def test_a_key_holds_its_needle_within_the_lead():
+    """password-assignment starts its search 7 characters before its first needle: every spelling
+    of every key must hold a needle that near its start."""
+    rule = next(r for r in secretscan.RULES if r[0] == "password-assignment")
+    keys = [k.replace("[_-]?", sep) for k in secretscan._ASSIGN_KEYS.split("|") for sep in ("", "_", "-")]
+    lead = secretscan._LEAD["password-assignment"]
+    for key in set(keys):
+        assert min(i for i in map(key.find, rule[3]) if i >= 0) <= lead, key
+    assert secretscan._LEAD["password-sentence"] == 0  # its keys begin with pass, secret key, api key, token
+
+
+@pytest.mark.parametrize("text", [
+    "x" * 30 + " access_token: Xy7kQ2mPz9", "CLIENT_SECRET=Xy7kQ2mPz9 and password: Ab3dEf6hIj", "passcode and then api_key=Xy7kQ2mPz9",
+    "tokens: many\nclient-secret: Xy7kQ2mPz9", "the old password was hunter2x and the token is Xy7kQ2mPz9",
+])
+def test_a_late_start_finds_what_a_full_search_finds(text):
+    assert secretscan.scan(text) == reference_scan(text) != []

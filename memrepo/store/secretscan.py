@@ -164,8 +164,8 @@ def _mask(text: str) -> str:
 def scan(text: str) -> list[Finding]:
     """Every credential-like match in ``text``, with 1-based line numbers (one per line and rule)."""
     findings: dict[tuple[int, str], Finding] = {}
-    for rule, source, check, _ in _rules_for(text):
-        for m in _compiled(source).finditer(text):
+    for (rule, source, check, _), start in _rules_for(text):
+        for m in _compiled(source).finditer(text, start):
             value = m.groupdict().get("value")
             if check is not None and not check(value if value is not None else m.group(0)):
                 continue
@@ -174,23 +174,34 @@ def scan(text: str) -> list[Finding]:
     return sorted(findings.values(), key=lambda f: (f.line, f.rule))
 
 
-def _rules_for(text: str) -> list[Rule]:
-    """The rules that can match ``text``: those without needles and those with one in it."""
+def _rules_for(text: str) -> list[tuple[Rule, int]]:
+    """The rules that can match ``text`` (those without needles and those with one in it), each
+    with the position its search starts at: 0, or for a rule in _LEAD, its first needle's
+    position less the lead (the folded text has the text's length, so positions agree)."""
     folded = _fold(text)
     run = []
-    for rule, ignorecase in _PLAN:
+    for rule, ignorecase, lead in _PLAN:
         haystack = folded if ignorecase else text
         if not rule[3]:
-            run.append(rule)
-            continue
-        for needle in rule[3]:  # a plain loop: any() over a generator costs 4x as much here
-            if needle in haystack:
-                run.append(rule)
-                break
+            run.append((rule, 0))
+        elif lead is not None:
+            found = [i for i in map(haystack.find, rule[3]) if i >= 0]
+            if found:
+                run.append((rule, max(0, min(found) - lead)))
+        else:
+            for needle in rule[3]:  # a plain loop: any() over a generator costs 4x as much here
+                if needle in haystack:
+                    run.append((rule, 0))
+                    break
     return run
 
 
-_PLAN = tuple((rule, rule[1].startswith("(?i)")) for rule in RULES)
+# How many characters before its first needle a match can start, for the rules that run on most
+# memories (password, secret and token are common words): the search then skips the text before.
+# A password-assignment key holds its needle at most 7 characters in (access_token, client_secret);
+# the sentence keys start with theirs.
+_LEAD = {"password-assignment": 7, "password-sentence": 0}
+_PLAN = tuple((rule, rule[1].startswith("(?i)"), _LEAD.get(rule[0])) for rule in RULES)
 
 
 @functools.cache
@@ -204,8 +215,8 @@ def _fold(text: str) -> str:
     """``text`` as a (?i) rule's needles are looked up in: lower-cased, and first the three
     characters that re's case folding matches to an ASCII letter which ``str.lower`` does not
     give: ı (U+0131) and İ (U+0130, which lower() makes two characters, "i" and a combining dot)
-    match "i", ſ (U+017F) matches "s". tests/test_secrets.py checks this against re for every
-    code point."""
+    match "i", ſ (U+017F) matches "s". Every other character keeps its place (lower() of any
+    other code point is one character). tests/test_secrets.py checks both for every code point."""
     if not text.isascii():
         text = text.replace("ı", "i").replace("İ", "i").replace("ſ", "s")
     return text.lower()
