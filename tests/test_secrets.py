@@ -197,9 +197,10 @@ def test_odd_case_characters_are_still_found(text):
     assert secretscan.scan(text) == reference_scan(text) != []
 
 
-@pytest.mark.parametrize("text", PROSE_EN[18:21] + PROSE_EN[28:30] + PROSE_ZH[6:12])
-def test_plain_prose_runs_only_the_rules_without_needles(text):
-    assert [rule[0] for rule, _ in secretscan._rules_for(text)] == ["aws-secret-access-key-bare"]
+@pytest.mark.parametrize("text", PROSE_EN[18:21] + [PROSE_EN[28]] + PROSE_EN[30:35] + PROSE_ZH[6:12])
+def test_plain_prose_runs_no_rule(text):
+    assert secretscan._rules_for(text) == []
+    assert [rule[0] for rule, _ in secretscan._rules_for(text + " " + "x" * 40)] == ["aws-secret-access-key-bare"]
 
 
 def test_a_needle_brings_its_rule_in():
@@ -213,7 +214,9 @@ def test_only_the_rules_that_run_are_compiled():
                for _, source, *_ in secretscan.RULES)  # how _rules_for tells a (?i) rule without compiling it
     secretscan._compiled.cache_clear()
     secretscan.scan("The design review moved to Friday at 10:00.")
-    assert secretscan._compiled.cache_info().currsize == 1
+    assert secretscan._compiled.cache_info().currsize == 0
+    secretscan.scan("the password is on the whiteboard")
+    assert secretscan._compiled.cache_info().currsize == 2  # password-assignment, password-sentence
 
 
 def test_a_key_holds_its_needle_within_the_lead():
@@ -232,4 +235,12 @@ def test_a_key_holds_its_needle_within_the_lead():
     "tokens: many\nclient-secret: Xy7kQ2mPz9", "the old password was hunter2x and the token is Xy7kQ2mPz9",
 ])
 def test_a_late_start_finds_what_a_full_search_finds(text):
+    assert secretscan.scan(text) == reference_scan(text) != []
+
+
+@pytest.mark.parametrize("text", [
+    "密钥在这里" + CREDENTIALS[2][1].split()[4] + "之后还有文字", CREDENTIALS[2][1].split()[4],
+    "key\u3000" + CREDENTIALS[2][1].split()[4] + "\u3000done", "(" + CREDENTIALS[2][1].split()[4] + ")",
+])
+def test_a_bare_40_character_secret_is_found_in_any_surroundings(text):
     assert secretscan.scan(text) == reference_scan(text) != []
