@@ -8,6 +8,9 @@ Chinese. Where a prefix or keyword also occurs in prose (``sk-hynix-…``, ``pwd
 matched value must also look random: mixed letters and digits, or high entropy, and never a
 path or a placeholder. A finding names the line and the rule; the matched text itself is never
 echoed back (it would leak into terminals and logs), only a masked preview.
+
+A rule runs only on a text that holds one of its needles (literals every match contains), so a
+memory costs a few of the 47 searches, with the findings of running them all.
 """
 from __future__ import annotations
 
@@ -66,7 +69,8 @@ _ASSIGN_KEYS = (r"password|passwd|pwd|passphrase|secret|api[_-]?key|apikey|acces
 # match contains one of the needles, so a text without any of them is not searched (most rules
 # cost 20-40 µs per memory, the needle lookups well under 1 µs). Needles of a (?i) rule are lower
 # case and looked up in the folded text (_fold); the others, exactly as written, in the text.
-# No needles: the rule always runs. tests/test_secrets.py checks the scan equals running every rule.
+# No needles: the rule always runs (unless _LONG_WORD_RULES says the text cannot hold a match).
+# tests/test_secrets.py checks the scan gives exactly the findings of running every rule.
 Rule = tuple[str, str, Check | None, tuple[str, ...]]
 RULES: tuple[Rule, ...] = (
     # ---- token formats by prefix
@@ -176,9 +180,9 @@ def scan(text: str) -> list[Finding]:
 
 def _rules_for(text: str) -> list[tuple[Rule, int]]:
     """The rules that can match ``text`` (those with a needle in it, and those without needles
-    unless _LONG_WORD_RULES rules them out), each
-    with the position its search starts at: 0, or for a rule in _LEAD, its first needle's
-    position less the lead (the folded text has the text's length, so positions agree)."""
+    unless _LONG_WORD_RULES rules them out), each with the position its search starts at: 0, or
+    for a rule in _LEAD, its first needle's position less the lead (the folded text has the
+    text's length, so positions agree)."""
     folded = _fold(text)
     run = []
     for rule, ignorecase, lead in _PLAN:
