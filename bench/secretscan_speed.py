@@ -43,12 +43,13 @@ BEFORE = "1b95c79"  # main just before the prefilter
 def load_before(rev: str):
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:memrepo/store/secretscan.py"],
                             check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="memrepo-scan-")) / "secretscan_before.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("secretscan_before", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses looks its module up
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory(prefix="memrepo-scan-") as tmp:
+        path = Path(tmp) / "secretscan_before.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("secretscan_before", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses looks its module up
+        spec.loader.exec_module(module)
     return module
 
 
