@@ -73,9 +73,10 @@ _WORD = re.compile(r"\w+")
 def repeats(summary: str, body: str) -> bool:
     """Whether ``summary`` adds no word to ``body``: it is in the body as it stands, or its
     words (letter, digit and CJK runs; punctuation, markdown and line breaks aside) are a run
-    of the body's words, the last one possibly cut short (from three words on) — a summary made by re-flowing the
-    body's opening lines and cutting it at a length, as imports from other tools often are.
-    Embedding it again would cost its tokens twice and weigh the opening twice."""
+    of the body's words, the last one possibly cut short (from three words on): a summary
+    made by re-flowing the body's opening lines and cutting it at a length, as imports from
+    other tools often are. Embedding it again would cost its tokens twice and weigh the
+    opening twice."""
     if summary in body:
         return True
     words = _WORD.findall(summary)
