@@ -392,3 +392,30 @@ def test_a_tag_filter_finds_by_meaning_within_the_tag(vault, semantic):
     result, _ = api.search(vault, question, tag="errands", intent="howto", limit=3)
     assert result.semantic == "hybrid"
     assert [h.id for h in result.hits][:1] == ["mem_vet"]
+
+
+def test_vectors_of_an_older_format_are_rebuilt_by_the_next_search_without_encoding(bilingual, monkeypatch):
+    """Vectors an older memrepo wrote (no tags or creation times) are not searched: the next
+    search rebuilds them from the memory files (inline in a small vault), every vector reused
+    by its text's hash, and a tag filter then works on the vectors."""
+    from memrepo.retrieval import vectors
+    search.search(bilingual, "puppy")
+    store = search._vector_store(bilingual)
+    meta = store.meta()
+    rows = store.dir / f"{meta['snapshot']}.rows.npz"
+    with np.load(rows) as z:   # as format 1 wrote it
+        arrays = {k: z[k] for k in z.files if k not in ("tag_offsets", "tag_codes", "v_tag", "created")}
+    np.savez(rows, **arrays)
+    (store.dir / "meta.json").write_text(json.dumps({**meta, "format": 1}))
+    vectors._LOADED.clear()
+    before = {mid: vec.copy() for mid, _, vec in store.load(older=True).items()}
+    assert not store.ready()
+
+    def no_encoding(self, texts, progress=None):
+        raise AssertionError(f"re-encoded {texts}")
+    monkeypatch.setattr(embed.Encoder, "batches", no_encoding)
+    result, _ = search.search(bilingual, PAIRS[0][2], limit=3)
+    assert result.semantic == "hybrid" and "mem_dog" in [h.id for h in result.hits]
+    assert store.ready() and store.meta()["format"] == vectors.FORMAT
+    after = {mid: vec for mid, _, vec in store.load().items()}
+    assert after.keys() == before.keys() and all(np.array_equal(after[m], before[m]) for m in before)
