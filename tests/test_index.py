@@ -225,3 +225,38 @@ def test_parallel_rebuild_matches_a_serial_one(tmp_path):
     for k in range(6):  # enough commits for the tiered merge policy to merge segments
         parallel.update(upserts=[doc(f"u{k}", f"fresh kafka note {k}")], deletes=["n1"], commit=f"c{k + 2}")
     assert len(ids(parallel, "fresh kafka note", limit=20)) == 6 and "n1" not in ids(parallel, "note 1 topic1")
+
+
+def _segment_files(tmp_path: Path, name: str, docs, finish) -> dict[str, bytes]:
+    """Write ``docs`` as one segment with the bulk pool, closed by ``finish(writer)``; its
+    files by extension (a segment's name is random)."""
+    from whoosh import index as whoosh_index
+    from whoosh.writing import SegmentWriter
+
+    from memrepo.retrieval import builder
+    from memrepo.retrieval.fields import doc_fields, schema
+    from memrepo.retrieval.ranking import Tuning
+    folder = tmp_path / name
+    folder.mkdir()
+    ix = whoosh_index.create_in(str(folder), schema())
+    writer = SegmentWriter(ix, _lk=False, compound=False)
+    writer.pool = builder._MemoryPool()
+    for d in docs:
+        writer.add_document(**doc_fields(d, dict(Tuning().weights)))
+    segment = finish(writer)
+    prefix = segment.segment_id()
+    return {f.name[len(prefix):]: f.read_bytes() for f in folder.iterdir() if f.name.startswith(prefix)}
+
+
+def test_bulk_postings_write_the_segment_whoosh_writes(tmp_path):
+    """builder._finalize hands Whoosh's postings writer a block at a time: the segment's files
+    are byte for byte those of Whoosh's own per-posting path (terms in many blocks, in one,
+    inlined or not, Chinese, keys, weights from every field)."""
+    from memrepo.retrieval import builder
+    many = DOCS + [doc(f"n{i}", f"note {i} about topic{i % 97}", f"body {i} 数据库 word{i % 13} " * (1 + i % 3),
+                       tags=(f"#t{i % 5}", f"session-{i % 7}"), fact=f"key.k{i % 11}" if i % 4 == 0 else None)
+                   for i in range(700)]  # 'note' in 700 documents: six blocks of 128
+    ours = _segment_files(tmp_path, "bulk", many, builder._finalize)
+    whoosh = _segment_files(tmp_path, "whoosh", many, lambda w: w._finalize_segment())
+    assert set(ours) == {".pst", ".trm", "._text_len.col", "._keys_len.col", "._summary_len.col", "._stored.col"}
+    assert ours == whoosh

@@ -45,6 +45,8 @@ class _MemoryPool:
 
     def add(self, item) -> None:
         fieldname, tbytes, docnum, weight, vbytes = item
+        if docnum < 0:  # a spelling word, not a posting (no field here has them)
+            return
         terms = self._terms.get(fieldname)
         if terms is None:
             terms = self._terms[fieldname] = {}
@@ -61,6 +63,17 @@ class _MemoryPool:
         else:
             post[2].append(-2)
             self._other[(fieldname, tbytes, docnum)] = vbytes
+
+    def term_postings(self):
+        """Per field (in order): (fieldname, [(term bytes, docnums, weights, value bytes)]) in
+        term order; the value bytes are ``b""`` for postings without one."""
+        other = self._other
+        for fieldname in sorted(self._terms):
+            terms = self._terms[fieldname]
+            yield fieldname, [(tbytes, docs, weights,
+                               [b"" if v == -1 else (v.to_bytes(4, "big") if v >= 0 else other[(fieldname, tbytes, d)])
+                                for d, v in zip(docs, vals)])
+                              for tbytes, (docs, weights, vals) in sorted(terms.items())]
 
     def iter_postings(self):
         other = self._other
@@ -97,7 +110,65 @@ def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
         writer.add_document(**doc_fields(doc, weights))
         if tick and i % 1000 == 0:
             tick(1000)
-    return writer._finalize_segment(), writer.docnum
+    return _finalize(writer), writer.docnum
+
+
+def _finalize(writer):
+    """``writer._finalize_segment()`` with the postings handed to Whoosh's postings writer a
+    block at a time instead of one posting per call (Whoosh's ``FieldWriter.add_postings``
+    costs ~10 Python calls a posting, ~150 postings a memory). The blocks, term infos and
+    files are byte for byte those Whoosh writes (``tests/test_index.py`` compares them)."""
+    from array import array
+
+    from whoosh.codec.whoosh3 import W3Codec
+    pool = writer.pool
+    writer.perdocwriter.close()
+    lengths = writer.per_document_reader() if writer.codec.length_stats else None
+    fieldwriter = writer.fieldwriter
+    try:
+        for fieldname, terms in pool.term_postings():
+            fieldwriter.start_field(fieldname, writer.schema[fieldname])
+            field_lengths = _field_lengths(lengths, fieldname, writer.docnum)
+            limit = fieldwriter._postwriter._blocklimit
+            for tbytes, docs, weights, values in terms:
+                fieldwriter.start_term(tbytes)
+                block = fieldwriter._postwriter
+                start, n = 0, len(docs)
+                while True:
+                    end = min(n, start + limit)
+                    # as add_posting leaves the block: ids, weights, the non-empty values and
+                    # the statistics (a length of 0 or a missing one does not count)
+                    block._ids = array("I", docs[start:end])
+                    block._weights = weights[start:end]
+                    block._values = [v for v in values[start:end] if v]
+                    top = max(block._weights)
+                    block._maxweight = top if top > 0 else 0
+                    found = [x for x in (field_lengths[d] for d in docs[start:end]) if x] if field_lengths else ()
+                    block._minlength = min(found) if found else None
+                    block._maxlength = max(found) if found else 0
+                    if end == n:  # the last block: finish_postings writes it (or inlines it)
+                        break
+                    block._write_block()  # a full block with more to come, as add_posting writes it
+                    start = end
+                fieldwriter.finish_term()
+            fieldwriter.finish_field()
+        fieldwriter.close()
+    finally:
+        if lengths:
+            lengths.close()
+    assert isinstance(writer.codec, W3Codec)
+    writer._close_segment()
+    writer._assemble_segment()
+    return writer.get_segment()
+
+
+def _field_lengths(lengths, fieldname: str, count: int) -> list[int] | None:
+    """Each document's length in ``fieldname`` as Whoosh's writer reads it for a posting
+    (0 where it has none); None when no length is kept for the field."""
+    if lengths is None:
+        return None
+    get = lengths.doc_field_length_reader(fieldname)
+    return [get(d) or 0 for d in range(count)]
 
 
 def build(ix, docs: Iterator[IndexDoc], weights: dict[str, float], procs: int,
