@@ -252,6 +252,18 @@ def _import_memory(record: dict[str, Any], body: str, author: str) -> Memory:
     return build(record, body, author=author, source="import")
 
 
+def checked(memory: Memory) -> tuple[list[Problem], bytes | None]:
+    """Every per-file problem of ``memory`` and, when there is none, its file's bytes (rendered
+    once: the check reads them). A memory with text that cannot be written (a lone surrogate)
+    has no bytes: only its text problems are reported."""
+    try:
+        data = render_bytes(memory)
+    except UnicodeEncodeError:
+        return text_problems(memory), None
+    found = check_memory(memory, text=data.decode("utf-8"))
+    return found, None if found else data
+
+
 def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propose: bool = False,
                  author: str | None = None, progress: Callable[[int, int], None] | None = None) -> ImportResult:
     """Import a JSONL file as one commit (or one proposal with ``propose``)."""
@@ -262,17 +274,19 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
     name = str(path)
     line_of: dict[str, int] = {}
     good: list[Memory] = []
+    rendered: dict[str, bytes] = {}  # each good memory's file, written as checked
     for i, (n, memory) in enumerate(items, start=1):
-        found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        found, data = checked(memory)
         found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.
             found.append(Problem(memory.path, "id", f"{memory.id!r} is also given on line {line_of[memory.path]}; ids must be unique"))
         problems += [Problem(f"{name}:line {n}", p.field, p.message) for p in found]
-        if not found:
+        if not found and data is not None:  # (no problem: rendered)
             good.append(memory)
             line_of[memory.path] = n
+            rendered[memory.path] = data
         if progress and i % 500 == 0:
             progress(i, len(items))
     with vault.lock():
@@ -291,7 +305,7 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
         faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
-        result = vault.commit(writes=good, message=message)
+        result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message)
     if progress:
         progress(len(items), len(items))
     return ImportResult(len(good), result.commit, None, tuple(problems))
@@ -367,7 +381,7 @@ def _read_hand_file(vault: Vault, source: Path, *, author: str | None) -> tuple[
         meta.pop(key, None)
     memory = build(meta, parsed.body, author=author or meta.get("author") or default_author(vault))
     review = f"hand-written file {source.name} asks for review (status: pending_review)" if status == "pending_review" else None
-    found = text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+    found = checked(memory)[0]
     found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
     return _HandFile(shown, source, memory, review), [_named(p, shown) for p in found]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
@@ -125,6 +126,9 @@ def _field_name(key) -> str:
     return name if name.isprintable() else repr(name)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def text_problems(memory: Memory) -> list[Problem]:
     """Strings that are not Unicode text (lone surrogates, from JSON's "\\ud800" or a bad
     decoder) and NUL bytes in the body (git would then treat the file as binary)."""
@@ -132,8 +136,9 @@ def text_problems(memory: Memory) -> list[Problem]:
 
     def walk(field: str, value) -> None:
         if isinstance(value, str):
-            bad = next((c for c in value if "\ud800" <= c <= "\udfff"), None)
-            if bad is not None:
+            found = _SURROGATE.search(value)
+            if found is not None:
+                bad = found.group()
                 problems.append(Problem(memory.path, field, (
                     f"contains {bad.encode('utf-8', 'surrogatepass').hex()!r} (a lone surrogate, U+{ord(bad):04X}), "
                     "which is not Unicode text; fix the encoding of the input")))
