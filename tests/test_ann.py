@@ -393,3 +393,67 @@ def test_vectors_of_the_format_without_tags_are_reused_not_encoded_again(tmp_pat
     snap = store.load()
     assert store.ready() and snap.count() == 50
     assert [m for m, _ in snap.top(data[0], 3, tag="rare")] == ["m00000"]
+
+
+class Batched:
+    """An encoder of fixed vectors by text, ``size`` texts a batch, counting what it encodes;
+    with ``dies_after`` batches it raises (a build killed midway)."""
+
+    def __init__(self, by_text: dict[str, np.ndarray], size: int = 10, dies_after: int | None = None):
+        self.by_text, self.size, self.dies_after = by_text, size, dies_after
+        self.encoded: list[str] = []
+
+    def batches(self, texts, progress=None):
+        for n, start in enumerate(range(0, len(texts), self.size)):
+            if n == self.dies_after:
+                raise KeyboardInterrupt("killed")
+            chunk = texts[start:start + self.size]
+            self.encoded += chunk
+            yield np.stack([self.by_text[t] for t in chunk])
+
+
+def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
+    """A build keeps each batch's vectors as they come (encoded-<model>.partial): killed after
+    three batches, the next build encodes only the rest, its snapshot is the one a build never
+    interrupted writes (bit for bit), and the partial file is gone. A record whose checksum fails
+    and a torn last record are encoded again, never used."""
+    by_text = {f"text {i}": data[i] for i in range(95)}
+    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
+    clean = VectorStore(tmp_path / "clean")
+    clean.rebuild(docs, Batched(by_text), commit="c1")
+
+    store = VectorStore(tmp_path / "v")
+    with pytest.raises(KeyboardInterrupt):
+        store.rebuild(docs, Batched(by_text, dies_after=3), commit="c1")
+    assert not store.ready()
+    [partial] = (tmp_path / "v").glob("encoded-*.partial")
+    assert partial.stat().st_size == 30 * vectors._RECORD
+    resumed = Batched(by_text)
+    assert store.rebuild(docs, resumed, commit="c1") == 95
+    assert resumed.encoded == [f"text {i}" for i in range(30, 95)]
+    assert not partial.exists()
+    got, want = store.load(), clean.load()
+    assert np.array_equal(got.vecs, want.vecs) and list(got.ids) == list(want.ids)
+
+    # damaged records: one with a flipped byte, the last one torn
+    with pytest.raises(KeyboardInterrupt):
+        VectorStore(tmp_path / "w").rebuild(docs, Batched(by_text, dies_after=2), commit="c1")
+    [partial] = (tmp_path / "w").glob("encoded-*.partial")
+    raw = bytearray(partial.read_bytes())
+    raw[5 * vectors._RECORD + 100] ^= 0x40              # record 5's vector
+    partial.write_bytes(bytes(raw[:-7]))                 # record 19 torn
+    again = Batched(by_text)
+    VectorStore(tmp_path / "w").rebuild(docs, again, commit="c1")
+    assert again.encoded == ["text 5", "text 19"] + [f"text {i}" for i in range(20, 95)]
+    assert np.array_equal(VectorStore(tmp_path / "w").load().vecs, want.vecs)
+
+
+def test_a_partial_file_of_another_model_is_not_used(tmp_path, data):
+    by_text = {f"text {i}": data[i] for i in range(30)}
+    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(30)]
+    with pytest.raises(KeyboardInterrupt):
+        VectorStore(tmp_path / "v", model="other-model/1").rebuild(docs, Batched(by_text, dies_after=2), commit="c1")
+    assert len(list((tmp_path / "v").glob("encoded-*.partial"))) == 1
+    enc = Batched(by_text)
+    VectorStore(tmp_path / "v").rebuild(docs, enc, commit="c1")
+    assert len(enc.encoded) == 30 and not list((tmp_path / "v").glob("encoded-*.partial"))

@@ -4,6 +4,7 @@ keyword fallback when semantic search is off or the model is missing."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -143,6 +144,32 @@ def test_reindex_reads_each_memory_file_once_for_the_index_and_the_vectors(bilin
     assert _vector_hash(bilingual, "mem_dog") == before
     result, _ = search.search(bilingual, "我们家领养的小狗叫什么名字？", limit=3)
     assert result.semantic == "hybrid" and "mem_dog" in [h.id for h in result.hits]
+
+
+def test_a_reindex_killed_while_encoding_resumes_where_it_stopped(vault, semantic, monkeypatch, tmp_path):
+    """A real ``memrepo reindex`` killed (as kill -9) after its first batch of vectors: the next
+    build encodes only the memories past that batch, and search is hybrid."""
+    import subprocess
+
+    from memrepo.store import faults
+    rows = [{"id": f"mem_n{i:03d}", "subject": "proj", "summary": f"note {i} on topic {i % 9} and the plan for week {i}"}
+            for i in range(100)]
+    lines = tmp_path / "notes.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    memories.import_jsonl(vault, lines)
+    killed = subprocess.run([sys.executable, "-m", "memrepo", "--vault", str(vault.root), "reindex"],
+                            capture_output=True, text=True, env={**os.environ, faults.ENV: "vectors-checkpointed"})
+    assert killed.returncode == faults.EXIT_CODE, killed.stderr
+    store = search._vector_store(vault)
+    assert not store.ready() and list(store.dir.glob("encoded-*.partial"))
+    encoded: list[str] = []
+    real = embed.Encoder.batches
+    monkeypatch.setattr(embed.Encoder, "batches", lambda self, texts, progress=None: encoded.extend(texts) or real(self, texts, progress))
+    assert api.reindex(vault)[1:] == ("hybrid", 100)
+    assert 0 < len(encoded) == 100 - embed.BATCH
+    assert not list(store.dir.glob("encoded-*.partial"))
+    result, _ = search.search(vault, "第 7 周的计划", limit=5)
+    assert result.semantic == "hybrid" and result.hits
 
 
 def test_uncommitted_edit_reaches_the_vectors(bilingual):

@@ -12,6 +12,9 @@ Layout of ``<index_dir>/vectors``::
     snap-000003.ivf.npy      format 4: the ANN index's k-means centroids, float32 (lists, 512)
     snap-000003.delta.jsonl  memories changed since the snapshot, appended one per line
                              (a vector in base64), or {"id", "deleted": true}
+    encoded-<model>.partial  while a build encodes: each batch's vectors as they come (content
+                             hash, float32 vector, CRC-32 per record); a build killed midway
+                             leaves it, the next build of the same model starts from it
     write.lock               fcntl lock: one writer at a time
 
 Like the index, the vectors record the git commit they reflect and catch up from git (the
@@ -45,6 +48,7 @@ import json
 import math
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +57,7 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from memrepo.retrieval import embed
+from memrepo.store import faults
 from memrepo.store.files import atomic_write
 from memrepo.store.lock import is_locked, locked
 
@@ -77,6 +82,8 @@ ANN_ITERS = 8              # k-means iterations
 ANN_SEED = 11
 ANN_RETRAIN = 4            # a compaction trains anew once the rows grew this many times since training
 _CHUNK = 8192              # rows per product when assigning rows to lists (bounds the scratch memory)
+HASH_BYTES = 12            # embed.text_hash's digest
+_RECORD = HASH_BYTES + embed.DIM * 4 + 4   # a record of a build's partial file: hash, vector, CRC-32
 
 
 class VectorsBusy(Exception):
@@ -104,6 +111,19 @@ def _unit(rows) -> np.ndarray:
     norms = np.linalg.norm(a, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (a / norms).astype(np.float32, copy=False)
+
+
+def _keep(fh, hashes: list[str], vecs: np.ndarray) -> None:
+    """Append a batch's vectors to a build's partial file (see the layout above), flushed: a
+    process killed after this keeps them."""
+    rows = np.ascontiguousarray(vecs, dtype="<f4")
+    out = []
+    for h, row in zip(hashes, rows):
+        body = bytes.fromhex(h) + row.tobytes()
+        if len(body) == _RECORD - 4:   # (a hash of another length would misalign the file)
+            out.append(body + zlib.crc32(body).to_bytes(4, "little"))
+    fh.write(b"".join(out))
+    fh.flush()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -546,6 +566,7 @@ class VectorStore:
         """All vectors anew from ``docs`` (cached vectors reused by content hash); returns the count."""
         with self.lock():
             cache = self.load(older=True).cache()   # a format without tags and dates: its vectors still serve
+            cache.update(self._read_partial())      # a killed build's vectors
             docs = list(docs)
             hashes = [embed.text_hash(d.text) for d in docs]
             todo: dict[str, str] = {}
@@ -554,19 +575,45 @@ class VectorStore:
                     todo.setdefault(h, d.text)
             if todo:
                 total = len(todo)
-                texts = list(todo.values())
+                keys = list(todo)
                 done = 0
-                for batch in encoder.batches(texts):
-                    vecs = _unit(batch)
-                    for h, v in zip(list(todo)[done:done + len(vecs)], vecs):
-                        cache[h] = v
-                    done += len(vecs)
-                    if progress:
-                        progress(done, total)
+                with open(self._partial_path(), "ab") as kept:
+                    for batch in encoder.batches(list(todo.values())):
+                        vecs = _unit(batch)
+                        batch_keys = keys[done:done + len(vecs)]
+                        cache.update(zip(batch_keys, vecs))
+                        _keep(kept, batch_keys, vecs)
+                        faults.point("vectors-checkpointed")
+                        done += len(vecs)
+                        if progress:
+                            progress(done, total)
             entries = sorted(((d.id, VecDocMeta.of(d, h), cache[h]) for d, h in zip(docs, hashes)),
                              key=lambda e: e[0])
             self._write_snapshot(entries, commit, dirty=sorted(dirty))
+            self._partial_path().unlink(missing_ok=True)
             return len(entries)
+
+    def _partial_path(self) -> Path:
+        return self.dir / f"encoded-{embed.text_hash(self.model)}.partial"
+
+    def _read_partial(self) -> dict[str, np.ndarray]:
+        """The vectors a killed build of this model kept, by content hash. A record whose
+        checksum fails (a torn last write, a disk that lost a page) is left out: its text is
+        encoded again. Another model's file is of no use and is removed."""
+        mine = self._partial_path()
+        for path in self.dir.glob("encoded-*.partial"):
+            if path != mine:
+                path.unlink(missing_ok=True)
+        try:
+            data = mine.read_bytes()
+        except FileNotFoundError:
+            return {}
+        found: dict[str, np.ndarray] = {}
+        for at in range(0, len(data) - _RECORD + 1, _RECORD):
+            body = data[at:at + _RECORD - 4]
+            if zlib.crc32(body) == int.from_bytes(data[at + _RECORD - 4:at + _RECORD], "little"):
+                found[body[:HASH_BYTES].hex()] = np.frombuffer(body, dtype="<f4", offset=HASH_BYTES)
+        return found
 
     def apply(self, upserts: Iterable[VecDoc], deletes: Iterable[str], encoder: embed.Encoder, *,
               commit: str | None, dirty: Iterable[str] = ()) -> int:

@@ -29,6 +29,7 @@ POINTS = {
     "rollback-checked": "rollback: revert planned, nothing written",
     "distill-proposed": "distill: candidates found, proposal not yet made",
     "reindex-built": "reindex: new index generation written, not yet made live",
+    "vectors-checkpointed": "vector build: a batch encoded and kept aside, the build not finished",
 }
 
 
