@@ -24,17 +24,19 @@ DEFAULT_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 MEMREPO = str(Path(sys.executable).with_name("memrepo"))
 
 
-def cpu() -> float:
+def user_sys() -> tuple[float, float]:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+    return r.ru_utime, r.ru_stime
 
 
-def timed(args: list[str], cwd: Path, env: dict) -> tuple[float, float, str]:
-    w, c = time.perf_counter(), cpu()
+def timed(args: list[str], cwd: Path, env: dict) -> tuple[float, tuple[float, float], str]:
+    """(wall, (user, system) CPU of the process and its children, stdout)."""
+    w, (u, s) = time.perf_counter(), user_sys()
     out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"{' '.join(args[:3])} failed: {out.stderr.strip()}")
-    return time.perf_counter() - w, cpu() - c, out.stdout
+    u2, s2 = user_sys()
+    return time.perf_counter() - w, (u2 - u, s2 - s), out.stdout
 
 
 def main(argv=None) -> int:
@@ -62,9 +64,11 @@ def main(argv=None) -> int:
             if label.startswith("reindex"):
                 print(json.loads(out))
         total_w = sum(w for w, _ in rows.values())
-        total_c = sum(c for _, c in rows.values())
-        for label, (w, c) in rows.items():
-            print(f"{label}: wall {w:.1f} s, CPU {c:.1f} s")
+        total_c = sum(sum(c) for _, c in rows.values())
+        for label, (w, (u, s)) in rows.items():
+            # system time swings with the machine's page cache (1-9 s for the same import): user
+            # time is the code's own
+            print(f"{label}: wall {w:.1f} s, CPU {u + s:.1f} s (user {u:.1f}, system {s:.1f})")
         print(f"n={args.n}: total wall {total_w:.1f} s, CPU {total_c:.1f} s; per 100k (linear): "
               f"wall {total_w * 100_000 / args.n / 60:.1f} min, CPU {total_c * 100_000 / args.n / 60:.1f} min "
               f"(load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)")

@@ -100,6 +100,41 @@ def test_the_tokenizer_per_chunk_gives_the_tokenizers_ids(model, texts):
         assert forward.tokenize(text) == sp.encode(text, out_type=int, add_bos=True, add_eos=True)
 
 
+def test_ascii_text_is_normalized_as_the_tokenizers_normalizer_does(model):
+    """Forward._normalize's table path for ASCII text, against the normalizer's loop over bytes:
+    every character, every pair (spaces, tabs, line breaks and control characters among them)."""
+    forward = Forward(model._model)
+    normalizer = model._model.sp._normalizer
+    texts = [chr(a) + chr(b) for a in range(128) for b in range(128)] + ["", "  a \t\n b  ", "\x01 \x01"]
+    assert [forward._normalize(normalizer, t) for t in texts] == [normalizer.normalize(t) for t in texts]
+    assert forward.ascii not in (None, False)   # the table path ran
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=40)
+       | st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1fab.-"), max_size=40))
+def test_random_ascii_text_is_normalized_as_the_tokenizers_normalizer_does(model, text):
+    normalizer = model._model.sp._normalizer
+    assert Forward(model._model)._normalize(normalizer, text) == normalizer.normalize(text)
+
+
+def test_a_normalizer_that_does_more_to_ascii_keeps_its_own_way():
+    from memrepo.retrieval.forward import SPACE, _ascii_table
+
+    class Normalizer:
+        _remove_extra_whitespaces = True
+        _add_dummy_prefix = True
+        _space_symbol = SPACE.encode()
+        _two_byte = frozenset({(ord("a") << 8) | 0xCC})
+        _ascii = [bytes((b,)) for b in range(128)]
+    assert _ascii_table(Normalizer()) == {}
+    Normalizer._ascii = [b"x" if b == ord("y") else bytes((b,)) for b in range(128)]   # y -> x
+    assert _ascii_table(Normalizer()) is False
+    Normalizer._ascii = [bytes((b,)) for b in range(128)]
+    Normalizer._two_byte = frozenset({(ord("a") << 8) | ord("b")})                       # an ASCII key "ab"
+    assert _ascii_table(Normalizer()) is False
+
+
 def test_a_vocabulary_with_a_mark_inside_a_piece_is_not_cut_into_chunks():
     from memrepo.retrieval.forward import _marks_lead_only
     assert _marks_lead_only(["\u2581a", "b", "\u2581", "cd"])
