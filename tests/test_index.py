@@ -1,6 +1,7 @@
 """The search index on real temp directories: languages, syntax, ranking, filters, safety."""
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from pathlib import Path
 
@@ -220,6 +221,7 @@ def test_parallel_rebuild_matches_a_serial_one(tmp_path):
     serial, parallel = MemoryIndex(tmp_path / "serial"), MemoryIndex(tmp_path / "parallel")
     assert serial.rebuild(many, commit="c1", procs=1) == len(many)
     assert parallel.rebuild(iter(many), commit="c1", procs=2) == len(many)
+    assert gc.isenabled()   # paused during the build only
     for query in ("topic5 word3", "数据库", "release.auto_publish", "note 2400"):
         assert ids(parallel, query) == ids(serial, query), query
     for k in range(6):  # enough commits for the tiered merge policy to merge segments

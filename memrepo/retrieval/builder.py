@@ -12,6 +12,8 @@ rebuilds serially and in parallel, updates and merges).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -185,11 +187,12 @@ def build(ix, docs: Iterator[IndexDoc], weights: dict[str, float], procs: int,
 
     parent = SegmentWriter(ix)  # holds Whoosh's lock and writes the TOC
     try:
-        if procs <= 1:
-            segment, n = _segment_of(ix, docs, weights, tick)
-            segments = [segment] if n else []
-        else:
-            segments, n = _parallel_segments(ix, docs, weights, procs, tick)
+        with _no_cycle_collection():
+            if procs <= 1:
+                segment, n = _segment_of(ix, docs, weights, tick)
+                segments = [segment] if n else []
+            else:
+                segments, n = _parallel_segments(ix, docs, weights, procs, tick)
         parent._close_segment()
         parent._commit_toc(segments)
     except BaseException:
@@ -197,6 +200,21 @@ def build(ix, docs: Iterator[IndexDoc], weights: dict[str, float], procs: int,
         raise
     parent._finish()
     return n
+
+
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """Python's cycle collector paused while a build fills its pool: its full passes walk
+    every object kept so far again and again (the pool's per-term tuples, the documents read),
+    a share that grows with the build (4 % of a 50k-memory segment's CPU: 3,898 collections,
+    5.4 s); the build makes no garbage cycles it needs collected."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 BATCH = 200  # documents per message to a build process
@@ -263,6 +281,7 @@ def _segment_worker(ix, jobs, weights, results) -> None:
         while (batch := jobs.recv()) is not None:
             yield from batch
 
+    gc.disable()  # (as in build; the forked process ends with its segment)
     try:
         results.send(("segment", pickle.dumps(_segment_of(ix, received(), weights))))
     except BaseException as exc:  # report, never hang the parent
