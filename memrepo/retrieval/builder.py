@@ -67,15 +67,18 @@ class _MemoryPool:
             self._other[(fieldname, tbytes, docnum)] = vbytes
 
     def term_postings(self):
-        """Per field (in order): (fieldname, [(term bytes, docnums, weights, value bytes)]) in
-        term order; the value bytes are ``b""`` for postings without one."""
-        other = self._other
+        """Per field (in order): (fieldname, its terms in order), each term as (term bytes,
+        docnums, weights, value bytes) — ``b""`` for a posting without a value. Lazy: only one
+        term's value bytes exist at a time (a field's all at once were ~45 bytes a posting,
+        ~225 MB per build process at 100k memories)."""
         for fieldname in sorted(self._terms):
-            terms = self._terms[fieldname]
-            yield fieldname, [(tbytes, docs, weights,
-                               [b"" if v == -1 else (v.to_bytes(4, "big") if v >= 0 else other[(fieldname, tbytes, d)])
-                                for d, v in zip(docs, vals)])
-                              for tbytes, (docs, weights, vals) in sorted(terms.items())]
+            yield fieldname, self._field_terms(fieldname)
+
+    def _field_terms(self, fieldname: str):
+        other = self._other
+        for tbytes, (docs, weights, vals) in sorted(self._terms[fieldname].items()):
+            yield tbytes, docs, weights, [b"" if v == -1 else (v.to_bytes(4, "big") if v >= 0 else other[(fieldname, tbytes, d)])
+                                          for d, v in zip(docs, vals)]
 
     def iter_postings(self):
         other = self._other
