@@ -229,9 +229,9 @@ def test_parallel_rebuild_matches_a_serial_one(tmp_path):
     assert len(ids(parallel, "fresh kafka note", limit=20)) == 6 and "n1" not in ids(parallel, "note 1 topic1")
 
 
-def _segment_files(tmp_path: Path, name: str, docs, finish) -> dict[str, bytes]:
-    """Write ``docs`` as one segment with the bulk pool, closed by ``finish(writer)``; its
-    files by extension (a segment's name is random)."""
+def _segment_files(tmp_path: Path, name: str, docs, bulk: bool) -> dict[str, bytes]:
+    """Write ``docs`` as one segment, with the bulk builder's pool, documents and postings
+    (``bulk``) or all Whoosh's own way; its files by extension (a segment's name is random)."""
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
@@ -242,23 +242,26 @@ def _segment_files(tmp_path: Path, name: str, docs, finish) -> dict[str, bytes]:
     folder.mkdir()
     ix = whoosh_index.create_in(str(folder), schema())
     writer = SegmentWriter(ix, _lk=False, compound=False)
-    writer.pool = builder._MemoryPool()
+    if bulk:
+        writer.pool = builder._MemoryPool()
     for d in docs:
-        writer.add_document(**doc_fields(d, dict(Tuning().weights)))
-    segment = finish(writer)
+        fields = doc_fields(d, dict(Tuning().weights))
+        builder._add_document(writer, fields) if bulk else writer.add_document(**fields)
+    segment = builder._finalize(writer) if bulk else writer._finalize_segment()
     prefix = segment.segment_id()
     return {f.name[len(prefix):]: f.read_bytes() for f in folder.iterdir() if f.name.startswith(prefix)}
 
 
 def test_bulk_postings_write_the_segment_whoosh_writes(tmp_path):
-    """builder._finalize hands Whoosh's postings writer a block at a time: the segment's files
-    are byte for byte those of Whoosh's own per-posting path (terms in many blocks, in one,
-    inlined or not, Chinese, keys, weights from every field)."""
-    from memrepo.retrieval import builder
+    """The bulk builder puts a document's postings into its pool a field at a time
+    (builder._add_document) and hands Whoosh's postings writer a block at a time
+    (builder._finalize): the segment's files are byte for byte those Whoosh writes with its own
+    pool, documents and postings (terms in many blocks and in one, Chinese, keys, weights from
+    every field, stored fields and columns)."""
     many = DOCS + [doc(f"n{i}", f"note {i} about topic{i % 97}", f"body {i} 数据库 word{i % 13} " * (1 + i % 3),
                        tags=(f"#t{i % 5}", f"session-{i % 7}"), fact=f"key.k{i % 11}" if i % 4 == 0 else None)
                    for i in range(700)]  # 'note' in 700 documents: six blocks of 128
-    ours = _segment_files(tmp_path, "bulk", many, builder._finalize)
-    whoosh = _segment_files(tmp_path, "whoosh", many, lambda w: w._finalize_segment())
+    ours = _segment_files(tmp_path, "bulk", many, bulk=True)
+    whoosh = _segment_files(tmp_path, "whoosh", many, bulk=False)
     assert set(ours) == {".pst", ".trm", "._text_len.col", "._keys_len.col", "._summary_len.col", "._stored.col"}
     assert ours == whoosh

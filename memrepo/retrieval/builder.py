@@ -46,25 +46,35 @@ class _MemoryPool:
         self._other: dict[tuple[str, bytes, int], bytes] = {}  # unusual posting values
 
     def add(self, item) -> None:
+        """Whoosh's one-posting call (a 5-tuple)."""
         fieldname, tbytes, docnum, weight, vbytes = item
-        if docnum < 0:  # a spelling word, not a posting (no field here has them)
-            return
+        if docnum >= 0:  # (below 0: a spelling word, not a posting; no field here has them)
+            self.add_field(fieldname, docnum, ((tbytes, 1, weight, vbytes),))
+
+    def add_field(self, fieldname: str, docnum: int, items) -> int:
+        """A document's postings in one field, as ``field.index()`` gives them (term bytes,
+        frequency, weight, value bytes); returns the sum of the frequencies."""
         terms = self._terms.get(fieldname)
         if terms is None:
             terms = self._terms[fieldname] = {}
             self.fieldnames.add(fieldname)
-        post = terms.get(tbytes)
-        if post is None:
-            post = terms[tbytes] = (self._array("i"), self._array("f"), self._array("i"))
-        post[0].append(docnum)
-        post[1].append(weight)
-        if not vbytes:
-            post[2].append(-1)
-        elif len(vbytes) == 4 and vbytes[0] < 128:
-            post[2].append(int.from_bytes(vbytes, "big"))
-        else:
-            post[2].append(-2)
-            self._other[(fieldname, tbytes, docnum)] = vbytes
+        array, other = self._array, self._other
+        length = 0
+        for tbytes, freq, weight, vbytes in items:
+            length += freq
+            post = terms.get(tbytes)
+            if post is None:
+                post = terms[tbytes] = (array("i"), array("f"), array("i"))
+            post[0].append(docnum)
+            post[1].append(weight)
+            if not vbytes:
+                post[2].append(-1)
+            elif len(vbytes) == 4 and vbytes[0] < 128:
+                post[2].append(int.from_bytes(vbytes, "big"))
+            else:
+                post[2].append(-2)
+                other[(fieldname, tbytes, docnum)] = vbytes
+        return length
 
     def term_postings(self):
         """Per field (in order): (fieldname, its terms in order), each term as (term bytes,
@@ -112,10 +122,47 @@ def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
     writer = SegmentWriter(ix, _lk=False, compound=False)
     writer.pool = _MemoryPool()
     for i, doc in enumerate(docs, 1):
-        writer.add_document(**doc_fields(doc, weights))
+        _add_document(writer, doc_fields(doc, weights))
         if tick and i % 1000 == 0:
             tick(1000)
     return _finalize(writer), writer.docnum
+
+
+def _add_document(writer, fields: dict) -> None:
+    """``writer.add_document(**fields)`` with each field's postings put into the bulk pool in
+    one call (Whoosh's passes every posting to ``pool.add`` as a 5-tuple): the same pool, the
+    same per-document records. Fields it does not model (boosts, spelling, term vectors, a
+    custom stored value) go Whoosh's way."""
+    schema = writer.schema
+    if any(name.startswith("_") for name in fields) or any(
+            schema[name].separate_spelling() or schema[name].vector for name in fields if name in schema):
+        writer.add_document(**fields)
+        return
+    writer._check_state()
+    names = sorted(fields)
+    writer._check_fields(schema, names)
+    perdoc, pool, docnum = writer.perdocwriter, writer.pool, writer.docnum
+    perdoc.start_doc(docnum)
+    try:
+        for name in names:
+            value = fields[name]
+            if value is None:
+                continue
+            field = schema[name]
+            length = 0
+            if field.indexed:
+                counted = pool.add_field(name, docnum, field.index(value))
+                if field.scorable:
+                    length = counted
+            perdoc.add_field(name, field, value if field.stored else None, length)
+            if field.column_type:
+                perdoc.add_column_value(name, field.column_type, field.to_column_value(value))
+    except ValueError:
+        perdoc.cancel_doc()
+        raise
+    perdoc.finish_doc()
+    writer._added = True
+    writer.docnum += 1
 
 
 def _finalize(writer):
