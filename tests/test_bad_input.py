@@ -89,6 +89,8 @@ IMPORT_LINES = {
     "kind-list": ({"kind": ["a"]}, "kind"),
     "subject-list": ({"subject": ["a"], "fact": "x.y"}, "subject"),
     "lone-surrogate": ({"summary": "bad \ud800 text"}, "summary"),
+    "lone-surrogate-in-a-field-name": ({"x-k\ud800": "v"}, "x-k"),
+    "lone-surrogate-in-a-nested-name": ({"x-k": {"a\ud800": "v"}}, "x-k"),
     "nul-in-body": ({"body": "a\x00b"}, "body"),
     "weight-nan": ({"weight": float("nan")}, "weight"),
     "self-supersede": ({"id": "mem_s", "supersedes": "mem_s", "status": "superseded", "superseded_by": "mem_s"}, "supersedes"),

@@ -258,8 +258,9 @@ def checked(memory: Memory) -> tuple[list[Problem], bytes | None]:
     has no bytes: only its text problems are reported."""
     try:
         data = render_bytes(memory)
-    except UnicodeEncodeError:
-        return text_problems(memory), None
+    except UnicodeEncodeError as e:   # text_problems names the field; never a line dropped unsaid
+        return text_problems(memory) or [Problem(memory.path, "(file)", (
+            f"cannot be written as UTF-8 ({e.reason}: {e.object[e.start:e.end]!r}); fix the encoding of the input"))], None
     found = check_memory(memory, text=data.decode("utf-8"))
     return found, None if found else data
 

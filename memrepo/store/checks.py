@@ -131,25 +131,33 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def text_problems(memory: Memory) -> list[Problem]:
     """Strings that are not Unicode text (lone surrogates, from JSON's "\\ud800" or a bad
-    decoder) and NUL bytes in the body (git would then treat the file as binary)."""
+    decoder), in values and in field names at any depth, and NUL bytes in the body (git would
+    then treat the file as binary)."""
     problems = []
+
+    def surrogate(field: str, text: str, what: str = "") -> None:
+        found = _SURROGATE.search(text)
+        if found is not None:
+            bad = found.group()
+            problems.append(Problem(memory.path, field, (
+                f"{what}contains {bad.encode('utf-8', 'surrogatepass').hex()!r} (a lone surrogate, U+{ord(bad):04X}), "
+                "which is not Unicode text; fix the encoding of the input")))
 
     def walk(field: str, value) -> None:
         if isinstance(value, str):
-            found = _SURROGATE.search(value)
-            if found is not None:
-                bad = found.group()
-                problems.append(Problem(memory.path, field, (
-                    f"contains {bad.encode('utf-8', 'surrogatepass').hex()!r} (a lone surrogate, U+{ord(bad):04X}), "
-                    "which is not Unicode text; fix the encoding of the input")))
+            surrogate(field, value)
         elif isinstance(value, list):
             for item in value:
                 walk(field, item)
         elif isinstance(value, dict):
             for k, v in value.items():
+                if isinstance(k, str):
+                    surrogate(f"{field}.{_field_name(k)}", k, "the field name ")
                 walk(f"{field}.{_field_name(k)}" if isinstance(k, str) else field, v)
 
     for key, value in memory.meta.items():
+        if isinstance(key, str):
+            surrogate(_field_name(key), key, "the field name ")
         walk(_field_name(key), value)
     walk("body", memory.body)
     if "\x00" in memory.body:
