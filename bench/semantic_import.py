@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         total_w = sum(w for w, _ in rows.values())
         total_c = sum(sum(c) for _, c in rows.values())
         for label, (w, (u, s)) in rows.items():
-            # system time swings with the machine's page cache (1-9 s for the same import): user
+            # system time swings with the machine's page cache (1-10 s for the same import): user
             # time is the code's own
             print(f"{label}: wall {w:.1f} s, CPU {u + s:.1f} s (user {u:.1f}, system {s:.1f})")
         print(f"n={args.n}: total wall {total_w:.1f} s, CPU {total_c:.1f} s; per 100k (linear): "

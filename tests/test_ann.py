@@ -448,6 +448,42 @@ def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
     assert np.array_equal(VectorStore(tmp_path / "w").load().vecs, want.vecs)
 
 
+def test_a_build_killed_twice_keeps_what_each_encoded(tmp_path, data):
+    """A torn last record is cut off before the next build appends: killed again, that build's
+    vectors are still read back (misaligned, every one of them would fail its checksum)."""
+    by_text = {f"text {i}": data[i] for i in range(95)}
+    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
+    store = VectorStore(tmp_path / "v")
+    with pytest.raises(KeyboardInterrupt):
+        store.rebuild(docs, Batched(by_text, dies_after=3), commit="c1")
+    [partial] = (tmp_path / "v").glob("encoded-*.partial")
+    partial.write_bytes(partial.read_bytes()[:-100])    # record 29 torn
+    second = Batched(by_text, dies_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        store.rebuild(docs, second, commit="c1")
+    assert second.encoded == [f"text {i}" for i in range(29, 59)]
+    third = Batched(by_text)
+    store.rebuild(docs, third, commit="c1")
+    assert third.encoded == [f"text {i}" for i in range(59, 95)]
+    clean = VectorStore(tmp_path / "clean")
+    clean.rebuild(docs, Batched(by_text), commit="c1")
+    assert np.array_equal(store.load().vecs, clean.load().vecs)
+
+
+def test_a_snapshot_removes_a_killed_builds_partial_file(tmp_path, data):
+    """A reindex killed on a vault whose vectors stay readable leaves its partial file; the next
+    snapshot written (a compaction of the delta) removes it."""
+    by_text = {f"text {i}": data[i] for i in range(40)}
+    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(40)]
+    store = VectorStore(tmp_path / "v")
+    store.rebuild(docs[:20], Batched(by_text), commit="c1")
+    with pytest.raises(KeyboardInterrupt):
+        store.rebuild(docs, Batched(by_text, dies_after=1), commit="c2")
+    assert store.ready() and list((tmp_path / "v").glob("encoded-*.partial"))
+    store._write_snapshot(sorted(store.load().items(), key=lambda e: e[0]), "c3", [])
+    assert not list((tmp_path / "v").glob("encoded-*.partial"))
+
+
 def test_a_partial_file_of_another_model_is_not_used(tmp_path, data):
     by_text = {f"text {i}": data[i] for i in range(30)}
     docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(30)]

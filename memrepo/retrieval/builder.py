@@ -173,6 +173,8 @@ def _finalize(writer):
     from array import array
 
     from whoosh.codec.whoosh3 import W3Codec
+    if not isinstance(writer.codec, W3Codec):   # the block buffer below is W3PostingsWriter's
+        return writer._finalize_segment()
     pool = writer.pool
     writer.perdocwriter.close()
     lengths = writer.per_document_reader() if writer.codec.length_stats else None
@@ -208,7 +210,6 @@ def _finalize(writer):
     finally:
         if lengths:
             lengths.close()
-    assert isinstance(writer.codec, W3Codec)
     writer._close_segment()
     writer._assemble_segment()
     return writer.get_segment()

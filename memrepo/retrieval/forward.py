@@ -326,7 +326,7 @@ def _ascii_table(normalizer) -> dict[int, str] | bool:
     and repeated spaces, and with ``_add_dummy_prefix`` puts the whitespace mark first and for
     every space: the text's space-separated words joined by the mark, after one mark (an
     all-space text is empty). Checked against the loop on every ASCII character, pair and
-    random texts in ``tests/test_semantic.py``."""
+    random texts in ``tests/test_forward.py``."""
     table = getattr(normalizer, "_ascii", None)
     two_byte = getattr(normalizer, "_two_byte", None)
     if (not isinstance(table, list) or len(table) != 128 or not isinstance(two_byte, frozenset | set)

@@ -590,16 +590,16 @@ class VectorStore:
             entries = sorted(((d.id, VecDocMeta.of(d, h), cache[h]) for d, h in zip(docs, hashes)),
                              key=lambda e: e[0])
             self._write_snapshot(entries, commit, dirty=sorted(dirty))
-            self._partial_path().unlink(missing_ok=True)
             return len(entries)
 
     def _partial_path(self) -> Path:
         return self.dir / f"encoded-{embed.text_hash(self.model)}.partial"
 
     def _read_partial(self) -> dict[str, np.ndarray]:
-        """The vectors a killed build of this model kept, by content hash. A record whose
-        checksum fails (a torn last write, a disk that lost a page) is left out: its text is
-        encoded again. Another model's file is of no use and is removed."""
+        """The vectors a killed build of this model kept, by content hash (views into the
+        file's bytes). A record whose checksum fails (a disk that lost a page) is left out: its
+        text is encoded again; a torn last record is cut off, so what this build appends stays
+        aligned. Another model's file is of no use and is removed."""
         mine = self._partial_path()
         for path in self.dir.glob("encoded-*.partial"):
             if path != mine:
@@ -608,11 +608,16 @@ class VectorStore:
             data = mine.read_bytes()
         except FileNotFoundError:
             return {}
+        whole = len(data) - len(data) % _RECORD
+        if whole != len(data):
+            os.truncate(mine, whole)
+        view = memoryview(data)
         found: dict[str, np.ndarray] = {}
-        for at in range(0, len(data) - _RECORD + 1, _RECORD):
-            body = data[at:at + _RECORD - 4]
-            if zlib.crc32(body) == int.from_bytes(data[at + _RECORD - 4:at + _RECORD], "little"):
-                found[body[:HASH_BYTES].hex()] = np.frombuffer(body, dtype="<f4", offset=HASH_BYTES)
+        for at in range(0, whole, _RECORD):
+            end = at + _RECORD - 4
+            if zlib.crc32(view[at:end]) == int.from_bytes(view[end:end + 4], "little"):
+                found[view[at:at + HASH_BYTES].hex()] = np.frombuffer(data, dtype="<f4", count=embed.DIM,
+                                                                       offset=at + HASH_BYTES)
         return found
 
     def apply(self, upserts: Iterable[VecDoc], deletes: Iterable[str], encoder: embed.Encoder, *,
@@ -711,6 +716,8 @@ class VectorStore:
         for path in self.dir.glob("snap-*"):
             if not path.name.startswith(snap + "."):
                 path.unlink(missing_ok=True)
+        for path in self.dir.glob("encoded-*.partial"):   # a build's (this one's, or a killed one's
+            path.unlink(missing_ok=True)                   # overtaken by this snapshot)
         _LOADED.pop(self.dir, None)
 
     @staticmethod
