@@ -4,11 +4,17 @@ This is the one module that uses Whoosh internals, which is why ``whoosh3`` is p
 (``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
 pool (the attribute and the 5-tuple ``add``/``iter_postings``/``save``/``cleanup`` protocol
 of ``whoosh.writing.PostingPool``), writes each segment with ``SegmentWriter(ix, _lk=False,
-compound=False)`` + ``_finalize_segment()`` in forked processes, and commits them all with
-the parent writer's ``_close_segment()`` / ``_commit_toc(segments)`` / ``_finish()``. The merge
+compound=False)`` in forked processes, and commits them all with the parent writer's
+``_close_segment()`` / ``_commit_toc(segments)`` / ``_finish()``. A segment's documents are
+added as ``SegmentWriter.add_document`` adds them (``perdocwriter``, ``_check_fields``,
+``docnum``; :func:`_add_document`) and its postings written through the field writer's
+``start_field``/``start_term``/``finish_term`` with ``W3PostingsWriter``'s block buffer
+(``_ids``, ``_weights``, ``_values``, ``_maxweight``, ``_minlength``, ``_maxlength``,
+``_write_block``; :func:`_finalize`). The merge
 policy (``mergetype=``) reads segments with ``whoosh.reading.SegmentReader``. Any of these
 may change in another release: upgrade the pin only with ``tests/test_index.py`` green (it
-rebuilds serially and in parallel, updates and merges).
+compares a bulk segment's files with Whoosh's own byte for byte, rebuilds serially and in
+parallel, updates and merges).
 """
 from __future__ import annotations
 
