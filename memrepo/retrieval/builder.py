@@ -338,8 +338,7 @@ def _segment_worker(ix, jobs, weights, results) -> None:
         while (batch := jobs.recv()) is not None:
             yield from batch
 
-    gc.disable()  # (as in build; the forked process ends with its segment)
-    try:
+    try:  # (forked inside build's _no_cycle_collection: the collector is off here too)
         results.send(("segment", pickle.dumps(_segment_of(ix, received(), weights))))
     except BaseException as exc:  # report, never hang the parent
         results.send(("error", f"{type(exc).__name__}: {exc}"))
