@@ -202,6 +202,51 @@ def test_a_large_first_build_runs_in_the_background(bilingual, monkeypatch):
     assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
 
 
+def test_a_bulk_change_to_built_vectors_is_caught_up_in_the_background(bilingual, monkeypatch):
+    # vectors built and in step; then an import adds more memories than a search encodes
+    # inline: the next search must answer on keywords at once (not encode them all first)
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    for i in range(3):
+        add(bilingual, f"mem_hike_{i}", f"团队外出活动 {i}：周末去山里徒步，带上雨衣。")
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "building" and "background" in report.notice, report.notice
+    assert [h.id for h in result.hits] == ["mem_dog"]   # keywords meanwhile
+    deadline = time.monotonic() + 120
+    while search._vector_store(bilingual).commit() != git(bilingual.root, "rev-parse", "HEAD").strip() \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while search._vector_store(bilingual).building() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result, _ = search.search(bilingual, "team hiking trip in the mountains", limit=5)
+    assert result.semantic == "hybrid" and any(h.id.startswith("mem_hike_") for h in result.hits)
+
+
+def test_vectors_of_a_commit_that_is_gone_are_rebuilt_inline_or_in_the_background(bilingual, monkeypatch):
+    # e.g. a .memrepo/ copied from another clone: the vectors' commit is unknown here
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    store = search._vector_store(bilingual)
+    meta_path = store.dir / "meta.json"
+
+    def forget_commit():
+        meta = json.loads(meta_path.read_text())
+        meta_path.write_text(json.dumps({**meta, "commit": "f" * 40}))
+
+    forget_commit()
+    result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)   # 6 memories: inline
+    assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
+    head = git(bilingual.root, "rev-parse", "HEAD").strip()
+    assert store.commit() == head
+    forget_commit()
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "building" and "background" in report.notice, report.notice
+    deadline = time.monotonic() + 120
+    while (store.commit() != head or store.building()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)[0].semantic == "hybrid"
+
+
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
     texts = ["配置数据库连接池", "The quarterly tax filing is due in April."]
     fresh = embed.Encoder()

@@ -28,7 +28,7 @@ from memrepo.store import git
 from memrepo.store.vault import Vault
 
 REBUILD_CHANGED = 2500   # this many changed memory files, half the index or more: rebuilt instead of updated
-INLINE_BUILD_MAX = 1000  # a first vector build of up to this many memories runs inside the search
+INLINE_BUILD_MAX = 1000  # a first vector build or catch-up of up to this many memories runs inside the search
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced", "intent")
@@ -490,13 +490,18 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
                                           "keywords only until they are ready")
             build_vectors(vault)
         else:
-            _catch_up_vectors(vault, store)
+            notice = _catch_up_vectors(vault, store)
+            if notice:
+                return "building", None, notice
     except VectorsBusy:
         return "building", None, "semantic vectors are being written by another process: keywords only"
     return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
 
 
-def _catch_up_vectors(vault: Vault, store) -> None:
+def _catch_up_vectors(vault: Vault, store) -> str | None:
+    """Bring built vectors to HEAD and the working tree: the changed memories encoded here,
+    or — more than ``INLINE_BUILD_MAX`` of them (a bulk import, a checkout far away) — by
+    a background build (returns its notice; the search answers on keywords meanwhile)."""
     from memrepo.retrieval import embed
     from memrepo.retrieval.vectors import VectorsBusy
     if store.building():  # a reindex is writing them: do not wait, answer on keywords
@@ -510,18 +515,28 @@ def _catch_up_vectors(vault: Vault, store) -> None:
         except MemrepoError:
             changed = None
         if changed is None:  # the commit the vectors reflect is gone: re-read everything (cached by hash)
+            total = sum(1 for p in vault.tree_paths() if is_memory_path(p))
+            if total > INLINE_BUILD_MAX:
+                start_background_build(vault)
+                return ("the semantic vectors were built for a commit that is gone: rebuilding them in the "
+                        "background, keywords only until they are ready")
             build_vectors(vault)
-            return
+            return None
     dirty = set(_load_scan(vault).paths)  # the index sync just looked at the working tree
     todo = changed | dirty | set(store.dirty())
     if not todo and indexed == head:
-        return
+        return None
+    if len(todo) > INLINE_BUILD_MAX:   # the build reuses every vector it has by content hash
+        start_background_build(vault)
+        return (f"{len(todo)} memory files changed since the semantic vectors were built: updating them in "
+                "the background, keywords only until they are ready")
     upserts, deletes = [], []
     for path in sorted(todo):
         doc = _read_worktree(vault, path) if is_memory_path(path) else None
         (upserts.append(_vec_doc(doc)) if doc else deletes.append(path.rsplit("/", 1)[-1][:-3]))
     live = {d.id for d in upserts}
     store.apply(upserts, [d for d in deletes if d not in live], embed.shared(embed.user_cache_dir()), commit=head, dirty=sorted(dirty))
+    return None
 
 
 def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
