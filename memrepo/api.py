@@ -35,7 +35,7 @@ _OWNERS = {
     "search": "memrepo.retrieval.search", "search_many": "memrepo.retrieval.search",
     "make_query": "memrepo.retrieval.search", "mark_useful": "memrepo.retrieval.search",
     "rebuild": "memrepo.retrieval.search",
-    "reindex": "memrepo.retrieval.search",
+    "reindex": "memrepo.retrieval.search", "catch_up": "memrepo.retrieval.search",
     "distill": "memrepo.lifecycle.distill_run", "known_patterns": "memrepo.lifecycle.distill_run",
     "decay": "memrepo.lifecycle.decay_run", "cleanup": "memrepo.lifecycle.decay_run",
     "build_graph": "memrepo.lifecycle.decay_run",

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import git
+from conftest import cli, git
 from typer.testing import CliRunner
 
 from memrepo import api
@@ -245,6 +245,66 @@ def test_vectors_of_a_commit_that_is_gone_are_rebuilt_inline_or_in_the_backgroun
     while (store.commit() != head or store.building()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)[0].semantic == "hybrid"
+
+
+IMPORTED = [
+    ("imp_coffee", "The office coffee machine is descaled every Friday morning.", "办公室的咖啡机什么时候除垢？"),
+    ("imp_zh_bike", "他每天骑自行车上班，单程大约四十分钟。", "How long is his bike ride to work?"),
+]
+
+
+def _import_file(tmp_path):
+    src = tmp_path / "more.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "subject": "proj", "summary": text}, ensure_ascii=False) + "\n"
+                           for i, text, _ in IMPORTED), encoding="utf-8")
+    return src
+
+
+def test_an_import_brings_the_index_and_the_vectors_to_its_commit(bilingual, tmp_path):
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"   # vectors built before the import
+    proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["imported"] == 2 and data["semantic"] == "hybrid"
+    head = git(bilingual.root, "rev-parse", "HEAD").strip()
+    assert data["commit"] == head
+    assert search._vector_store(bilingual).commit() == head    # nothing left for the next search
+    assert search._index(bilingual).indexed_commit() == head
+    for memory_id, _text, question in IMPORTED:
+        result, report = search.search(bilingual, question, limit=3)
+        assert result.semantic == "hybrid" and report.notice is None
+        assert memory_id in [h.id for h in result.hits], (question, [h.id for h in result.hits])
+
+
+def test_an_import_with_no_index_only_commits(bilingual, tmp_path):
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    before = search._vector_store(bilingual).commit()
+    proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json", "--no-index")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["imported"] == 2 and "semantic" not in data
+    assert search._vector_store(bilingual).commit() == before != data["commit"]
+    assert search._index(bilingual).indexed_commit() == before
+    result, _ = search.search(bilingual, IMPORTED[0][2], limit=3)   # the next search catches up
+    assert result.semantic == "hybrid" and "imp_coffee" in [h.id for h in result.hits]
+
+
+def test_an_import_while_another_process_writes_the_vectors_says_building(bilingual, tmp_path):
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    with search._vector_store(bilingual).lock():   # as a build in another process holds it
+        proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["imported"] == 2 and data["semantic"] == "building"
+    assert "another process" in proc.stderr and "Traceback" not in proc.stderr
+    assert search._index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
+
+
+def test_an_import_with_semantic_search_off_brings_the_index_to_its_commit(vault, tmp_path):
+    proc = cli(vault.root, "import", str(_import_file(tmp_path)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["semantic"] == "off" and search._index(vault).indexed_commit() == data["commit"]
 
 
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):

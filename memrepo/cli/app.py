@@ -340,8 +340,10 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
             from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
+            no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
             as_json: bool = JsonOpt):
-    """Bulk-import memories as a single commit (or one proposal)."""
+    """Bulk-import memories as a single commit (or one proposal), then bring the search index
+    and the semantic vectors up to date (progress bars on a terminal)."""
     from memrepo.review import writes as memories
     if from_ is not None:
         from memrepo.agents import openclaw
@@ -350,17 +352,31 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
             raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
         with _vault() as vault:
             found = openclaw.import_openclaw(vault, file, author=author)
-        _out(found.as_dict(), as_json, f"imported {len(found.imported)} memories from {file} ("
+            ready = _catch_up(vault) if found.commit and not no_index else {}
+        _out({**found.as_dict(), **ready}, as_json, f"imported {len(found.imported)} memories from {file} ("
              f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
              + (f" -> commit {found.commit[:12]}" if found.commit else ""))
         return
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
-    for p in result.skipped:
-        typer.echo(f"skipped {p}", err=True)
+        for p in result.skipped:
+            typer.echo(f"skipped {p}", err=True)
+        ready = _catch_up(vault) if result.commit and not no_index else {}
     where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
-    _out(result.as_dict(), as_json, f"imported {result.count} memories -> {where}")
+    _out({**result.as_dict(), **ready}, as_json, f"imported {result.count} memories -> {where}")
+
+
+def _catch_up(vault) -> dict:
+    """After an import's commit: the search index and the vectors brought to it (notices on
+    stderr); the ``semantic`` state for ``--json``."""
+    from memrepo.retrieval import search as svc
+    state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
+    if notice:
+        typer.echo(f"notice: {notice}", err=True)
+    if state == "unavailable":
+        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+    return {"semantic": state}
 
 
 # ------------------------------------------------------------------ review

@@ -291,29 +291,34 @@ def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
     return count
 
 
-def sync(vault: Vault) -> SyncReport:
-    """Bring the index to HEAD plus uncommitted memory edits, reading only changed files."""
+def sync(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+         each: Callable[[Any], None] | None = None) -> SyncReport:
+    """Bring the index to HEAD plus uncommitted memory edits, reading only changed files.
+    When it rebuilds, ``progress`` and ``each`` are :func:`rebuild`'s."""
     try:
-        return _sync(vault)
+        return _sync(vault, progress, each)
     finally:
         _warm(vault).synced = True
 
 
-def _sync(vault: Vault) -> SyncReport:
+def _sync(vault: Vault, progress=None, each=None) -> SyncReport:
+    def rebuilt() -> int:
+        return rebuild(vault, progress=progress, each=each)
+
     index = _index(vault)
     head = git.resolve(vault.root, "HEAD")
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
                   else "search index of an older format: rebuilding it from the memory files" if index.outdated()
                   else "search index missing or unreadable: rebuilding it from the memory files")
-        return SyncReport(True, rebuild(vault), 0, notice)
+        return SyncReport(True, rebuilt(), 0, notice)
     indexed = index.indexed_commit()
     changed: set[str] = set()
     if indexed != head:
         try:
             changed = {c.path for c in git.diff_tree(vault.root, indexed, head, MEMORY_ROOTS)} if head else set()
         except MemrepoError:  # the indexed commit is gone (e.g. a new clone): start over
-            return SyncReport(True, rebuild(vault), 0, "search index was for an unknown commit: rebuilt")
+            return SyncReport(True, rebuilt(), 0, "search index was for an unknown commit: rebuilt")
     last = _load_scan(vault)
     warm = _warm(vault)
     watch = warm.watch
@@ -332,7 +337,7 @@ def _sync(vault: Vault) -> SyncReport:
     if len(todo) >= REBUILD_CHANGED and len(todo) * 2 >= _indexed_count(index):
         # a bulk import or a checkout of another history: building anew on every core is
         # faster than one writer updating (and reads at most twice the changed files)
-        count = rebuild(vault)
+        count = rebuilt()
         gone = [_id_of(p) for p in todo if not (is_memory_path(p) and (vault.root / p).is_file())]
         _forget_deleted(vault, gone)
         return SyncReport(True, count, 0, f"{len(todo)} memory files changed: search index rebuilt")
@@ -498,10 +503,12 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
     return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
 
 
-def _catch_up_vectors(vault: Vault, store) -> str | None:
+def _catch_up_vectors(vault: Vault, store, *, wait: bool = False,
+                      progress: Callable[[int, int], None] | None = None) -> str | None:
     """Bring built vectors to HEAD and the working tree: the changed memories encoded here,
     or — more than ``INLINE_BUILD_MAX`` of them (a bulk import, a checkout far away) — by
-    a background build (returns its notice; the search answers on keywords meanwhile)."""
+    a background build (returns its notice; the search answers on keywords meanwhile).
+    ``wait``: every encoding here, a large catch-up as a build with ``progress``."""
     from memrepo.retrieval import embed
     from memrepo.retrieval.vectors import VectorsBusy
     if store.building():  # a reindex is writing them: do not wait, answer on keywords
@@ -516,17 +523,20 @@ def _catch_up_vectors(vault: Vault, store) -> str | None:
             changed = None
         if changed is None:  # the commit the vectors reflect is gone: re-read everything (cached by hash)
             total = sum(1 for p in vault.tree_paths() if is_memory_path(p))
-            if total > INLINE_BUILD_MAX:
+            if total > INLINE_BUILD_MAX and not wait:
                 start_background_build(vault)
                 return ("the semantic vectors were built for a commit that is gone: rebuilding them in the "
                         "background, keywords only until they are ready")
-            build_vectors(vault)
+            build_vectors(vault, progress=progress)
             return None
     dirty = set(_load_scan(vault).paths)  # the index sync just looked at the working tree
     todo = changed | dirty | set(store.dirty())
     if not todo and indexed == head:
         return None
     if len(todo) > INLINE_BUILD_MAX:   # the build reuses every vector it has by content hash
+        if wait:
+            build_vectors(vault, progress=progress)
+            return None
         start_background_build(vault)
         return (f"{len(todo)} memory files changed since the semantic vectors were built: updating them in "
                 "the background, keywords only until they are ready")
@@ -583,6 +593,32 @@ def reindex(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
     count = rebuild(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(_vec_doc(d))))
     state, vectors = rebuild_vectors(vault, progress=vector_progress, docs=docs)
     return count, state, vectors
+
+
+def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+             vector_progress: Callable[[int, int], None] | None = None) -> tuple[str, str | None]:
+    """Bring the search index and the vectors to HEAD and the working tree now, waiting for
+    every encoding (``memrepo import`` after its commit): what the next search would do,
+    without leaving any of it to that search or to a background build. ``progress`` and
+    ``vector_progress`` see a rebuild of the index and a build of the vectors. Returns (vector
+    state, notice): "building" when another process is writing the vectors."""
+    state = vector_state(vault)
+    docs: list | None = [] if state == "hybrid" else None
+    report = sync(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(_vec_doc(d))))
+    if state != "hybrid":
+        return state, report.notice
+    from memrepo.retrieval.vectors import VectorsBusy
+    store = _vector_store(vault)
+    try:
+        if store.building():
+            raise VectorsBusy("vectors are being built")
+        if report.rebuilt or not store.ready():   # a rebuild read every memory file: build from them
+            build_vectors(vault, progress=vector_progress, docs=docs if report.rebuilt else None)
+        else:
+            _catch_up_vectors(vault, store, wait=True, progress=vector_progress)
+    except VectorsBusy:
+        return "building", "semantic vectors are being written by another process: keywords only until it is done"
+    return "hybrid", report.notice
 
 
 def start_background_build(vault: Vault) -> None:
