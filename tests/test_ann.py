@@ -493,3 +493,72 @@ def test_a_partial_file_of_another_model_is_not_used(tmp_path, data):
     enc = Batched(by_text)
     VectorStore(tmp_path / "v").rebuild(docs, enc, commit="c1")
     assert len(enc.encoded) == 30 and not list((tmp_path / "v").glob("encoded-*.partial"))
+
+
+def _docs(data, n, edited=()):
+    """Memories m00000.. with texts mapped to rows of ``data`` (``edited``: ids whose text and vector changed)."""
+    by_text, docs = {}, []
+    for i in range(n):
+        mid = f"m{i:05d}"
+        text, vec = (f"edited {i}", data[n + i]) if mid in edited else (f"text {i}", data[i])
+        by_text[text] = vec
+        docs.append(VecDoc(mid, text, *fields(i)))
+    return by_text, docs
+
+
+def test_a_new_snapshot_never_inherits_an_old_delta(tmp_path, data):
+    """meta.json lost (a hand delete, a torn write): the rebuild's snapshot must not pick up the
+    previous snapshot's delta, whose lines would put an edited memory's old vector back."""
+    by_text, docs = _docs(data, 20)
+    store = VectorStore(tmp_path / "v")
+    store.rebuild(docs, Batched(by_text), commit="c1")
+    store.apply([VecDoc("m00003", "moved 3", *fields(3))], [], Batched({"moved 3": data[60]}), commit="c2")
+    assert list((tmp_path / "v").glob("*.delta.jsonl"))
+    (tmp_path / "v" / "meta.json").write_text("")
+    by_text, docs = _docs(data, 20, edited={"m00003"})
+    VectorStore(tmp_path / "v").rebuild(docs, Batched(by_text), commit="c3")
+    vectors._LOADED.clear()
+    fresh = VectorStore(tmp_path / "v").load()
+    assert fresh.hash_of("m00003") == embed.text_hash("edited 3") and not fresh.delta
+
+
+def test_a_torn_delta_line_does_not_swallow_the_next_change(tmp_path, data):
+    """An append killed midway leaves a line without its newline (meta.json not flipped): the next
+    append starts on a line of its own, so every later change is read back."""
+    by_text, docs = _docs(data, 10)
+    store = VectorStore(tmp_path / "v")
+    store.rebuild(docs, Batched(by_text), commit="c1")
+    enc = Batched({f"new {i}": data[100 + i] for i in range(3)})
+    store.apply([VecDoc("n0", "new 0", *fields(0))], [], enc, commit="c2")
+    [delta] = (tmp_path / "v").glob("*.delta.jsonl")
+    with open(delta, "ab") as fh:
+        fh.write(delta.read_bytes()[:150])   # a torn append
+    store.apply([VecDoc("n1", "new 1", *fields(1))], [], enc, commit="c3")
+    store.apply([VecDoc("n2", "new 2", *fields(2))], [], enc, commit="c4")
+    vectors._LOADED.clear()
+    fresh = VectorStore(tmp_path / "v").load()
+    assert all(fresh.vector(f"n{i}") is not None for i in range(3))
+    assert fresh.delta_lines == 3
+
+
+def test_an_unchanged_memory_adds_nothing_to_the_delta(tmp_path, data):
+    """A memory edited but not committed is handed to every catch-up: while its text and fields
+    are those stored, nothing is appended, and meta.json is rewritten only when the commit or the
+    list of uncommitted files moves (each rewrite makes every other process reload)."""
+    by_text, docs = _docs(data, 10)
+    store = VectorStore(tmp_path / "v")
+    store.rebuild(docs, Batched(by_text), commit="c1")
+    edited = VecDoc("m00002", "edited 2", *fields(2))
+    enc = Batched({"edited 2": data[50]})
+    store.apply([edited], [], enc, commit="c1", dirty=["memories/m00002.md"])
+    [delta] = (tmp_path / "v").glob("*.delta.jsonl")
+    size, meta = delta.stat().st_size, (tmp_path / "v" / "meta.json").stat()
+    for _ in range(3):
+        store.apply([edited, docs[4]], ["gone"], enc, commit="c1", dirty=["memories/m00002.md"])
+    assert delta.stat().st_size == size
+    assert (tmp_path / "v" / "meta.json").stat().st_ino == meta.st_ino
+    store.apply([edited], [], enc, commit="c2", dirty=["memories/m00002.md"])
+    assert delta.stat().st_size == size and store.commit() == "c2"
+    store.apply([VecDoc("m00002", "edited 2", "other", *fields(2)[1:])], [], enc, commit="c2")
+    assert delta.stat().st_size > size and store.load().delta_lines == 2
+

@@ -126,6 +126,36 @@ def _keep(fh, hashes: list[str], vecs: np.ndarray) -> None:
     fh.flush()
 
 
+def _cut_torn_tail(path: Path) -> None:
+    """Cut a file back to its last newline: an append killed midway left a torn line, which the
+    next append would otherwise extend into one unreadable line (its change is re-applied: the
+    killed writer never flipped meta.json)."""
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        return
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        at = end
+        while at > 0:
+            start = max(0, at - 65536)
+            fh.seek(start)
+            cut = fh.read(at - start).rfind(b"\n")
+            if cut >= 0:
+                at = start + cut + 1
+                break
+            at = start
+        if at != end:
+            fh.truncate(at)
+
+
+def _sync(fh) -> None:
+    """A snapshot's file on disk before ``meta.json`` flips to it: after a power loss the
+    flipped meta.json never names a file the disk had not written."""
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
@@ -240,6 +270,19 @@ class Snapshot:
         i = self._row(memory_id)
         return None if i < 0 else self.vecs[self._m(i)]
 
+    def meta_of(self, memory_id: str) -> VecDocMeta | None:
+        """What is stored of a memory besides its vector (None: no vector)."""
+        if memory_id in self.delta:
+            return self.delta[memory_id][0]
+        i = self._row(memory_id)
+        return None if i < 0 else self._row_meta(i)
+
+    def _row_meta(self, i: int) -> VecDocMeta:
+        tags = tuple(self.tag_vocab[c] for c in self.tag_codes[self.tag_offsets[i]:self.tag_offsets[i + 1]])
+        created = int(self.created[i])
+        return VecDocMeta(str(self.hashes[i]), *(self.vocab[k][self.codes[k][i]] for k in ("subject", "status", "layer", "kind")),
+                          tags, None if created == NO_DATE else created)
+
     def hash_of(self, memory_id: str) -> str | None:
         if memory_id in self.delta:
             meta = self.delta[memory_id][0]
@@ -267,11 +310,7 @@ class Snapshot:
 
     def items(self) -> Iterator[tuple[str, VecDocMeta, np.ndarray]]:
         for i in np.flatnonzero(self.alive):
-            tags = tuple(self.tag_vocab[c] for c in self.tag_codes[self.tag_offsets[i]:self.tag_offsets[i + 1]])
-            created = int(self.created[i])
-            yield str(self.ids[i]), VecDocMeta(str(self.hashes[i]), *(self.vocab[k][self.codes[k][i]]
-                                                                  for k in ("subject", "status", "layer", "kind")),
-                                               tags, None if created == NO_DATE else created), self.vecs[self._m(i)]
+            yield str(self.ids[i]), self._row_meta(i), self.vecs[self._m(i)]
         for mid, (meta, vec) in self.delta.items():
             if meta is not None:
                 yield mid, meta, vec
@@ -630,6 +669,8 @@ class VectorStore:
             for d in upserts:
                 h = embed.text_hash(d.text)
                 meta = VecDocMeta.of(d, h)
+                if s.meta_of(d.id) == meta:
+                    continue  # stored as it is (an uncommitted edit is handed over on every search)
                 vec = s.vector(d.id) if s.hash_of(d.id) == h else s.find_hash(h)
                 if vec is None:
                     pending.append((d, meta))
@@ -639,19 +680,24 @@ class VectorStore:
                 vecs = np.concatenate([_unit(b) for b in encoder.batches([d.text for d, _ in pending])])
                 encoded = len(pending)
                 lines += [(d.id, meta, v) for (d, meta), v in zip(pending, vecs)]
-            lines += [(mid, None, None) for mid in deletes]
+            lines += [(mid, None, None) for mid in deletes if s.hash_of(mid) is not None]
+            m = self.meta()
+            if not lines:   # only the commit or the uncommitted files moved (if anything did)
+                if (m.get("commit"), m.get("dirty")) != (commit, sorted(dirty)):
+                    m.update(commit=commit, dirty=sorted(dirty))
+                    _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
+                return encoded
             _LOADED.pop(self.dir, None)  # ``s`` changes below: nobody may reuse it unless the write succeeds
             for mid, meta, vec in lines:
                 s._override(mid, meta, vec)
             s.delta_lines += len(lines)
-            m = self.meta()
             if s.delta_lines > COMPACT_AT:
                 self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty), previous=s)
                 return encoded
             delta = self.dir / f"{m['snapshot']}.delta.jsonl"
-            if lines:
-                with open(delta, "a", encoding="utf-8") as fh:
-                    fh.write("".join(self._line(mid, meta, vec) + "\n" for mid, meta, vec in lines))
+            _cut_torn_tail(delta)
+            with open(delta, "a", encoding="utf-8") as fh:
+                fh.write("".join(self._line(mid, meta, vec) + "\n" for mid, meta, vec in lines))
             m.update(commit=commit, dirty=sorted(dirty))
             _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
             # the loaded state already has the change: keep it for this process's searches
@@ -673,9 +719,11 @@ class VectorStore:
         ``previous``: the state compacted into it, whose IVF centroids and lists are kept."""
         old = self.meta().get("snapshot")
         n = int(old.split("-")[1]) + 1 if isinstance(old, str) and re.fullmatch(r"snap-\d+", old) else 1
-        snap = f"snap-{n:06d}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / f"{snap}.ivf.npy").unlink(missing_ok=True)  # left by a write that crashed
+        # a name no file uses: with meta.json lost, the last snapshot's files are still there (its
+        # delta would be read over this snapshot; its matrix may be mapped by another process)
+        used = [int(m[1]) for p in self.dir.glob("snap-*") if (m := re.match(r"snap-(\d+)\.", p.name))]
+        snap = f"snap-{max([n, *(u + 1 for u in used)]):06d}"
         vecs = np.zeros((len(entries), embed.DIM), dtype=np.float32)
         for i, (_, _, v) in enumerate(entries):
             vecs[i] = v
@@ -683,13 +731,16 @@ class VectorStore:
                   "hashes": np.array([e[1].hash for e in entries], dtype=str)}
         ivf = self._index(vecs, arrays["ids"], previous) if len(entries) >= self.ann_above else None
         if ivf is None:
-            np.save(self.dir / f"{snap}.vecs.npy", vecs)
+            with open(self.dir / f"{snap}.vecs.npy", "wb") as fh:
+                np.save(fh, vecs)
+                _sync(fh)
         else:  # the matrix in list order, written a chunk at a time (no second copy in memory; through
             # a file, not a writable mapping, whose page faults cost ~1 s of CPU at 100k rows)
             with open(self.dir / f"{snap}.vecs.npy", "wb") as fh:
                 npformat.write_array_header_1_0(fh, npformat.header_data_from_array_1_0(vecs))
                 for start in range(0, len(vecs), _CHUNK):
                     fh.write(vecs[ivf.order[start:start + _CHUNK]].tobytes())
+                _sync(fh)
             arrays["matrix_row"] = np.empty(len(vecs), dtype=np.int32)
             arrays["matrix_row"][ivf.order] = np.arange(len(vecs), dtype=np.int32)
             arrays["list_offsets"] = ivf.offsets
@@ -709,8 +760,11 @@ class VectorStore:
         arrays["created"] = np.array([NO_DATE if e[1].created is None else e[1].created for e in entries], dtype=np.int64)
         with open(self.dir / f"{snap}.rows.npz", "wb") as fh:
             np.savez(fh, **arrays)
+            _sync(fh)
         if ivf is not None:
-            np.save(self.dir / f"{snap}.ivf.npy", ivf.centroids)
+            with open(self.dir / f"{snap}.ivf.npy", "wb") as fh:
+                np.save(fh, ivf.centroids)
+                _sync(fh)
         _atomic_write(self.dir / "meta.json", json.dumps(
             {"format": FORMAT if ivf is None else FORMAT_IVF, "model": self.model, "commit": commit, "snapshot": snap, "dirty": dirty}).encode())
         for path in self.dir.glob("snap-*"):
