@@ -562,3 +562,48 @@ def test_an_unchanged_memory_adds_nothing_to_the_delta(tmp_path, data):
     store.apply([VecDoc("m00002", "edited 2", "other", *fields(2)[1:])], [], enc, commit="c2")
     assert delta.stat().st_size > size and store.load().delta_lines == 2
 
+
+def _truncate_vecs(d):
+    [f] = d.glob("snap-*.vecs.npy")
+    with open(f, "r+b") as fh:
+        fh.truncate(500)
+
+
+def _garbage_rows(d):
+    [f] = d.glob("snap-*.rows.npz")
+    f.write_bytes(b"garbage\n")
+
+
+def _no_rows(d):
+    [f] = d.glob("snap-*.rows.npz")
+    f.unlink()
+
+
+def _rows_of_another_length(d):
+    [f] = d.glob("snap-*.rows.npz")
+    with np.load(f) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["ids"] = arrays["ids"][:-1]
+    with open(f, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+@pytest.mark.parametrize("damage", [_truncate_vecs, _garbage_rows, _no_rows, _rows_of_another_length])
+def test_unreadable_vectors_raise_one_error_and_a_rebuild_repairs_them(tmp_path, data, damage):
+    """Vectors are derived state: a damaged snapshot is one VectorsCorrupt (not numpy's own
+    errors) and a rebuild writes them anew, reusing what a killed build kept (nothing of the
+    unreadable snapshot)."""
+    by_text, docs = _docs(data, 40)
+    store = VectorStore(tmp_path / "v")
+    store.rebuild(docs, Batched(by_text), commit="c1")
+    damage(tmp_path / "v")
+    vectors._LOADED.clear()
+    with pytest.raises(vectors.VectorsCorrupt):
+        VectorStore(tmp_path / "v").load()
+    with pytest.raises(KeyboardInterrupt):
+        VectorStore(tmp_path / "v").rebuild(docs, Batched(by_text, dies_after=1), commit="c2")
+    again = Batched(by_text)
+    assert VectorStore(tmp_path / "v").rebuild(docs, again, commit="c2") == 40
+    assert again.encoded == [f"text {i}" for i in range(10, 40)]
+    fresh = VectorStore(tmp_path / "v").load()
+    assert fresh.count() == 40 and fresh.top(data[7], 1)[0][0] == "m00007"

@@ -551,3 +551,57 @@ def test_vectors_of_an_older_format_are_rebuilt_by_the_next_search_without_encod
     assert store.ready() and store.meta()["format"] == vectors.FORMAT
     after = {mid: vec for mid, _, vec in store.load().items()}
     assert after.keys() == before.keys() and all(np.array_equal(after[m], before[m]) for m in before)
+
+
+def _damage_vectors(vault, how):
+    d = vault.index_dir / "vectors"
+    snap = json.loads((d / "meta.json").read_text())["snapshot"]
+    if how == "truncated":   # e.g. a power loss after meta.json flipped
+        os.truncate(d / f"{snap}.vecs.npy", 500)
+    elif how == "garbage":
+        (d / f"{snap}.rows.npz").write_bytes(b"garbage\n")
+    else:
+        (d / f"{snap}.rows.npz").unlink()
+
+
+def _vectors_readable(vault):
+    from memrepo.retrieval.vectors import VectorsCorrupt
+    try:
+        return search._vector_store(vault).load().count()
+    except VectorsCorrupt:
+        return None
+
+
+def test_unreadable_vectors_are_rebuilt_by_search_recall_and_reindex(bilingual):
+    """Vectors are derived state: damaged, they are treated as absent — no traceback, the search
+    answers (here a small vault: rebuilt inline, as a first build) with a one-line notice, and
+    reindex rebuilds them."""
+    root = bilingual.root
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    for how, args in (("truncated", ["search", "--json", "我们家去年春天领养的小狗叫什么名字？"]),
+                      ("garbage", ["recall", "golden retriever"]), ("missing", ["reindex"])):
+        _damage_vectors(bilingual, how)
+        proc = cli(root, *args)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (how, proc.stderr)
+        if args[0] == "search":
+            assert json.loads(proc.stdout)["hits"][0]["id"] == "mem_dog"
+            notices = [line for line in proc.stderr.splitlines() if "unreadable" in line]
+            assert len(notices) == 1 and notices[0].startswith("notice:"), proc.stderr
+        assert _vectors_readable(bilingual) == len(PAIRS), how
+
+
+def test_unreadable_vectors_of_a_large_vault_are_rebuilt_in_the_background(bilingual, monkeypatch):
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    from memrepo.retrieval import vectors
+    _damage_vectors(bilingual, "garbage")
+    vectors._LOADED.clear()   # as a process that had not read them yet
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "building" and "unreadable" in report.notice and "\n" not in report.notice
+    assert [h.id for h in result.hits] == ["mem_dog"]   # keywords meanwhile
+    deadline = time.monotonic() + 120
+    while (_vectors_readable(bilingual) is None or search._vector_store(bilingual).building()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)
+    assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]

@@ -482,25 +482,31 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
     if state == "unavailable":
         return "unavailable", None, (f"semantic search unavailable ({embed.DISTRIBUTION} is not installed): "
                                      "keywords only")
-    from memrepo.retrieval.vectors import VectorsBusy
+    from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt
     store = _vector_store(vault)
+    damaged = None   # unreadable vectors are derived state: built anew as a first build is
     try:
-        if not store.ready():
-            if store.building():
-                return "building", None, "semantic vectors are being built: keywords only until they are ready"
-            paths = [p for p in vault.tree_paths() if is_memory_path(p)]
-            if len(paths) > INLINE_BUILD_MAX:
-                start_background_build(vault)
-                return "building", None, (f"building semantic vectors for {len(paths)} memories in the background: "
-                                          "keywords only until they are ready")
-            build_vectors(vault)
-        else:
-            notice = _catch_up_vectors(vault, store)
-            if notice:
-                return "building", None, notice
+        if store.ready():
+            try:
+                notice = _catch_up_vectors(vault, store)
+                if notice:
+                    return "building", None, notice
+                return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
+            except VectorsCorrupt as e:
+                damaged = str(e)
+        if store.building():
+            return "building", None, "semantic vectors are being built: keywords only until they are ready"
+        paths = [p for p in vault.tree_paths() if is_memory_path(p)]
+        if len(paths) > INLINE_BUILD_MAX:
+            start_background_build(vault)
+            return "building", None, (f"{damaged + ': ' if damaged else ''}building semantic vectors for "
+                                      f"{len(paths)} memories in the background: keywords only until they are ready")
+        build_vectors(vault)
+        return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), damaged and f"{damaged}: rebuilt them"
     except VectorsBusy:
         return "building", None, "semantic vectors are being written by another process: keywords only"
-    return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), None
+    except VectorsCorrupt as e:   # still unreadable after a rebuild (a disk failing): keywords
+        return "building", None, f"{e}: keywords only"
 
 
 def _catch_up_vectors(vault: Vault, store, *, wait: bool = False,
@@ -607,7 +613,7 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
     report = sync(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(_vec_doc(d))))
     if state != "hybrid":
         return state, report.notice
-    from memrepo.retrieval.vectors import VectorsBusy
+    from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt
     store = _vector_store(vault)
     try:
         if store.building():
@@ -615,7 +621,10 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
         if report.rebuilt or not store.ready():   # a rebuild read every memory file: build from them
             build_vectors(vault, progress=vector_progress, docs=docs if report.rebuilt else None)
         else:
-            _catch_up_vectors(vault, store, wait=True, progress=vector_progress)
+            try:
+                _catch_up_vectors(vault, store, wait=True, progress=vector_progress)
+            except VectorsCorrupt:   # unreadable: built anew
+                build_vectors(vault, progress=vector_progress)
     except VectorsBusy:
         return "building", "semantic vectors are being written by another process: keywords only until it is done"
     return "hybrid", report.notice

@@ -47,7 +47,9 @@ import base64
 import json
 import math
 import os
+import pickle
 import re
+import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -88,6 +90,11 @@ _RECORD = HASH_BYTES + embed.DIM * 4 + 4   # a record of a build's partial file:
 
 class VectorsBusy(Exception):
     """Another process is writing the vectors (e.g. building them): search uses keywords."""
+
+
+class VectorsCorrupt(Exception):
+    """The current snapshot's files cannot be read (truncated, garbage, missing): derived state,
+    treated as absent and rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -567,9 +574,34 @@ class VectorStore:
         if cached is not None and cached[0] == key:
             cached[1].ann_above = self.ann_above
             return cached[1]
+        try:
+            s = self._read_snapshot(snap, fmt)
+        except (OSError, ValueError, EOFError, KeyError, IndexError, zipfile.BadZipFile, pickle.UnpicklingError) as e:
+            raise VectorsCorrupt(f"the semantic vectors in {self.dir} are unreadable ({snap}: {type(e).__name__})") from None
+        s.ann_above = self.ann_above
+        if delta.exists():
+            for line in delta.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    rec = json.loads(line)
+                    if rec.get("deleted"):
+                        s._override(rec["id"], None, None)
+                    else:
+                        vec = np.frombuffer(base64.b64decode(rec["vec"]), dtype=np.float32)
+                        if vec.shape != (embed.DIM,):
+                            raise ValueError("not a vector")
+                        s._override(rec["id"], VecDocMeta(rec["hash"], rec["subject"], rec["status"], rec["layer"],
+                                                          rec["kind"], tuple(rec.get("tags", ())), rec.get("created")), vec)
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue  # a line torn by a crash (never recorded in meta.json: its change is applied again)
+                s.delta_lines += 1
+        _LOADED[self.dir] = (key, s)
+        return s
+
+    def _read_snapshot(self, snap: str, fmt: int) -> Snapshot:
+        """A snapshot's rows, checked to fit together (numpy's own errors pass through)."""
         # a plain array over the mapped file: numpy.memmap's own slicing costs ~10 us a slice,
         # and an IVF query takes 40 slices (0.4 ms of its ~2.7)
-        vecs = np.load(self.dir / f"{snap}.vecs.npy", mmap_mode="r").view(np.ndarray)
+        vecs = np.load(self.dir / f"{snap}.vecs.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
         with np.load(self.dir / f"{snap}.rows.npz", allow_pickle=False) as z:
             ids = z["ids"]
             hashes = z["hashes"]
@@ -578,25 +610,17 @@ class VectorStore:
             layout = (z["matrix_row"], z["list_offsets"], int(z["trained_on"])) if fmt == FORMAT_IVF else None
             tags = (z["tag_offsets"], z["tag_codes"], z["v_tag"].tolist()) if "v_tag" in z.files else None
             created = z["created"] if "created" in z.files else None
+        n = len(ids)
+        if (vecs.ndim != 2 or vecs.shape != (n, embed.DIM) or vecs.dtype != np.float32 or hashes.shape != (n,)
+                or any(codes[k].shape != (n,) or (n and (codes[k].min() < 0 or codes[k].max() >= len(vocab[k])))
+                       for k in codes)
+                or (layout is not None and (layout[0].shape != (n,) or (n and (layout[0].min() < 0 or layout[0].max() >= n))))
+                or (tags is not None and tags[0].shape != (n + 1,)) or (created is not None and created.shape != (n,))):
+            raise ValueError("the snapshot's files do not fit together")
         s = Snapshot(vecs, ids, hashes, codes, vocab, layout[0] if layout else None, tags=tags, created=created)
-        s.ann_above = self.ann_above
         if layout is not None and (self.dir / f"{snap}.ivf.npy").exists():
             matrix_row, offsets, trained_on = layout
             s.ivf = Ivf.read(self.dir / f"{snap}.ivf.npy", offsets, matrix_row, trained_on)  # unreadable: exact
-        if delta.exists():
-            for line in delta.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a line torn by a crash: that memory is re-encoded on the next rebuild
-                if rec.get("deleted"):
-                    s._override(rec["id"], None, None)
-                else:
-                    vec = np.frombuffer(base64.b64decode(rec["vec"]), dtype=np.float32)
-                    s._override(rec["id"], VecDocMeta(rec["hash"], rec["subject"], rec["status"], rec["layer"],
-                                                      rec["kind"], tuple(rec.get("tags", ())), rec.get("created")), vec)
-                s.delta_lines += 1
-        _LOADED[self.dir] = (key, s)
         return s
 
     # ---- writing -------------------------------------------------------------------
@@ -604,7 +628,10 @@ class VectorStore:
                 progress: Callable[[int, int], None] | None = None, dirty: Iterable[str] = ()) -> int:
         """All vectors anew from ``docs`` (cached vectors reused by content hash); returns the count."""
         with self.lock():
-            cache = self.load(older=True).cache()   # a format without tags and dates: its vectors still serve
+            try:   # a format without tags and dates: its vectors still serve
+                cache = self.load(older=True).cache()
+            except VectorsCorrupt:
+                cache = {}                          # unreadable: nothing of it is reused
             cache.update(self._read_partial())      # a killed build's vectors
             docs = list(docs)
             hashes = [embed.text_hash(d.text) for d in docs]
