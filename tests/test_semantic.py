@@ -329,6 +329,23 @@ def test_a_lone_hit_found_by_its_vector_scores_its_cosine_share(vault, semantic)
     assert 0.0 < hit.score <= hit.semantic_score   # the mix of its keyword and cosine, not 0
 
 
+def test_an_id_changed_by_hand_and_back_leaves_no_ghost(bilingual):
+    hit = search.search(bilingual, "golden retriever puppy")[0].hits[0]
+    target = bilingual.root / hit.path
+    original = target.read_bytes()
+    target.write_bytes(original.replace(b"id: mem_dog", b"id: mem_dogx"))   # a typo, not committed
+    search.search(bilingual, "golden retriever puppy")
+    target.write_bytes(original)                                             # and undone
+    other = target.with_name("mem_other.md")   # a file whose id is not its name, then removed
+    other.write_bytes(original.replace(b"id: mem_dog", b"id: mem_ghost"))
+    search.search(bilingual, "golden retriever puppy")
+    other.unlink()
+    for q in ("golden retriever puppy", "我们家去年春天领养的小狗叫什么名字？"):
+        result, _ = search.search(bilingual, q, limit=10)
+        ids = [h.id for h in result.hits]
+        assert "mem_dog" in ids and not {"mem_dogx", "mem_ghost", "mem_other"} & set(ids), (q, ids)
+
+
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
     texts = ["配置数据库连接池", "The quarterly tax filing is due in April."]
     fresh = embed.Encoder()
