@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -305,6 +306,44 @@ def test_an_import_with_semantic_search_off_brings_the_index_to_its_commit(vault
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["semantic"] == "off" and search._index(vault).indexed_commit() == data["commit"]
+
+
+def test_a_query_without_a_keyword_is_ranked_by_its_vector(bilingual):
+    # no analysed term ("???", stop words only): the vectors still answer, above the floor
+    for q in ("???", "the of and"):
+        result, _ = search.search(bilingual, q)
+        assert result.semantic == "hybrid" and result.hits == () and result.nothing_relevant, q
+    index = search._index(bilingual)
+    index.tuning = replace(index.tuning, semantic_floor=-1.0)   # every memory is near enough
+    result, _ = search.search(bilingual, "the of and", limit=3)
+    assert result.semantic == "hybrid" and len(result.hits) == 3
+    assert all(h.keyword_score == 0.0 and h.semantic_score is not None for h in result.hits)
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_a_lone_hit_found_by_its_vector_scores_its_cosine_share(vault, semantic):
+    add(vault, "mem_cat", "My cat is named Mochi.", "Mochi is a grey cat.")
+    result, _ = search.search(vault, "我的猫叫什么名字？")
+    hit, = result.hits
+    assert hit.keyword_score == 0.0 and hit.semantic_score > 0.35
+    assert 0.0 < hit.score <= hit.semantic_score   # the mix of its keyword and cosine, not 0
+
+
+def test_an_id_changed_by_hand_and_back_leaves_no_ghost(bilingual):
+    hit = search.search(bilingual, "golden retriever puppy")[0].hits[0]
+    target = bilingual.root / hit.path
+    original = target.read_bytes()
+    target.write_bytes(original.replace(b"id: mem_dog", b"id: mem_dogx"))   # a typo, not committed
+    search.search(bilingual, "golden retriever puppy")
+    target.write_bytes(original)                                             # and undone
+    other = target.with_name("mem_other.md")   # a file whose id is not its name, then removed
+    other.write_bytes(original.replace(b"id: mem_dog", b"id: mem_ghost"))
+    search.search(bilingual, "golden retriever puppy")
+    other.unlink()
+    for q in ("golden retriever puppy", "我们家去年春天领养的小狗叫什么名字？"):
+        result, _ = search.search(bilingual, q, limit=10)
+        ids = [h.id for h in result.hits]
+        assert "mem_dog" in ids and not {"mem_dogx", "mem_ghost", "mem_other"} & set(ids), (q, ids)
 
 
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):

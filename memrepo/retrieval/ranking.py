@@ -180,7 +180,7 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     intent = q.intent or detect_intent(q.text)
     history = q.history or intent == "history"
     plan = _plan(searcher, q.text, learned, tuning)
-    if not plan.terms and not q.advanced:
+    if not plan.terms and not q.advanced and semantic is None:   # (with vectors: the nearest memories)
         return SearchResult(q.text, (), True, intent)
     flt, mask = _filters(q, history)
     wq = _build_query(searcher, q, plan, intent, tuning)
@@ -496,15 +496,16 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
     if stats is not None:
         _apply_heat(cands, stats, tuning.heat_gain)
     cands.sort(key=lambda c: (-c.score, c.fields["id"]))
-    if not plan.terms:
-        return cands[:limit]
-    # terms no memory contains (e.g. bigrams across a Chinese word boundary) say nothing
-    # about relevance: leave them out of the share
-    idf = {t: plan.idf(t) for t in plan.terms if plan.df.get(t)}
     near = tuning.semantic_floor if mix is not None else 2.0  # a cosine never reaches 2
 
     def close(c: _Cand) -> bool:
         return c.cosine is not None and c.cosine >= near
+
+    if not plan.terms:   # the advanced syntax as Whoosh matched it; a query without a term, by its vector
+        return cands[:limit] if mix is None else [c for c in cands if close(c)][:limit]
+    # terms no memory contains (e.g. bigrams across a Chinese word boundary) say nothing
+    # about relevance: leave them out of the share
+    idf = {t: plan.idf(t) for t in plan.terms if plan.df.get(t)}
 
     if not idf:
         idf = {}
@@ -527,9 +528,8 @@ def _mix(cands: list[_Cand], a: float) -> None:
     if not sims:
         return
     lo, hi = min(sims), max(sims)
-    span = (hi - lo) or 1.0
-    for c in cands:
-        sem = 0.0 if c.cosine is None else (c.cosine - lo) / span
+    for c in cands:   # (one cosine, or all alike: each is the pool's best)
+        sem = 0.0 if c.cosine is None else (c.cosine - lo) / (hi - lo) if hi > lo else 1.0
         c.score = a * c.keyword + (1.0 - a) * sem
 
 

@@ -104,7 +104,9 @@ def _doc(path: str, data: bytes):
     except DocumentError:
         return None
     m = parsed.meta
-    if not isinstance(m.get("id"), str):
+    if m.get("id") != _id_of(path):
+        # not a memory as it stands (validate: the id is the file name): indexed under
+        # another id, it would outlive the file's next change, which is keyed by the name
         return None
     def tup(key):
         value = m.get(key) or ()
