@@ -644,3 +644,39 @@ def test_unreadable_vectors_of_a_large_vault_are_rebuilt_in_the_background(bilin
         time.sleep(0.2)
     result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)
     assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
+
+
+def test_a_damaged_or_raced_model_cache_leaves_one_good_folder(tmp_path, semantic, monkeypatch):
+    """A damaged cache folder is replaced (else every process loads the model from the wheel
+    and leaves another 81 MB temporary folder); a process whose cache another one wrote first
+    keeps that one and removes its own temporary folder."""
+    texts = ["配置数据库连接池"]
+    expect = [list(map(float, row)) for batch in embed.Encoder().batches(texts) for row in batch]
+    folder = tmp_path / "damaged" / (embed._safe(embed.model_id()) + embed.CACHE_FORMAT)
+    folder.mkdir(parents=True)
+    (folder / "scalars.json").write_text("{bad")
+    for _ in range(2):   # the first rewrites the cache, the second loads it
+        enc = embed.Encoder(tmp_path / "damaged")
+        assert [list(map(float, row)) for batch in enc.batches(texts) for row in batch] == expect
+        assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+    assert enc._model._backend.table.__class__.__name__ == "memmap"   # from the cache
+
+    # two cold loads at once: the other process writes the cache after this one found none
+    cache = tmp_path / "raced"
+    real, written = embed._load_cached, []
+
+    def other_process_wins(model, path):
+        found = real(model, path)
+        if not written:
+            written.append(True)
+            embed.Encoder(cache)._load()
+        return found
+    monkeypatch.setattr(embed, "_load_cached", other_process_wins)
+    winner = cache / folder.name
+    enc = embed.Encoder(cache)
+    enc._load()
+    assert written and [p.name for p in cache.iterdir()] == [folder.name]
+    monkeypatch.setattr(embed, "_load_cached", real)
+    again = embed.Encoder(cache)
+    assert [list(map(float, row)) for batch in again.batches(texts) for row in batch] == expect
+    assert again._model._backend.table.__class__.__name__ == "memmap" and winner.is_dir()

