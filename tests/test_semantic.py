@@ -346,6 +346,58 @@ def test_an_id_changed_by_hand_and_back_leaves_no_ghost(bilingual):
         assert "mem_dog" in ids and not {"mem_dogx", "mem_ghost", "mem_other"} & set(ids), (q, ids)
 
 
+@pytest.fixture
+def broken_model(tmp_path, monkeypatch):
+    """A model package that is installed but fails to import, first on the path of every
+    process started from here (the CLI, the background build)."""
+    broken = tmp_path / "broken"
+    (broken / embed.MODULE).mkdir(parents=True)
+    (broken / embed.MODULE / "__init__.py").write_text('raise ImportError("a broken install")\n')
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(broken), os.environ.get("PYTHONPATH")])))
+
+
+def test_a_model_that_cannot_be_loaded_falls_back_to_keywords_with_one_notice(vault, semantic, broken_model):
+    add(vault, "mem_cat", "My cat is named Mochi.", "Mochi is a grey cat.")
+    for args in (["search", "cat", "--json"], ["recall", "cat", "--json"], ["reindex", "--json"]):
+        proc = cli(vault.root, *args)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        data = json.loads(proc.stdout)
+        if args[0] == "recall":   # (recall says nothing of the vectors either way)
+            assert [m["id"] for m in data["memories"]] == ["mem_cat"]
+            continue
+        assert "cannot be loaded (ImportError: a broken install)" in proc.stderr, proc.stderr
+        assert "--force-reinstall" in proc.stderr
+        if args[0] == "search":
+            assert data["semantic"] == "unavailable" and [h["id"] for h in data["hits"]] == ["mem_cat"]
+        if args[0] == "reindex":
+            assert data["semantic"] == "unavailable" and data["indexed"] == 1
+
+
+def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_again(bilingual, broken_model, monkeypatch):
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "building"
+    store = search._vector_store(bilingual)
+    deadline = time.monotonic() + 60
+    while not (store.dir / search.MODEL_FAILED).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while store.building() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result, report = search.search(bilingual, "golden retriever puppy")   # the build died of it
+    assert result.semantic == "unavailable" and "cannot be loaded" in report.notice
+    assert [h.id for h in result.hits] == ["mem_dog"] and not store.building()
+    monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1] if os.pathsep in os.environ["PYTHONPATH"] else "")
+    monkeypatch.setattr(search, "MODEL_RETRY_S", 0)   # later (or a reindex): tried again
+    search.search(bilingual, "golden retriever puppy")
+    deadline = time.monotonic() + 120
+    while not store.ready() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    while store.building() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert search.search(bilingual, "golden retriever puppy")[0].semantic == "hybrid"
+    assert not (store.dir / search.MODEL_FAILED).exists()
+
+
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):
     texts = ["配置数据库连接池", "The quarterly tax filing is due in April."]
     fresh = embed.Encoder()

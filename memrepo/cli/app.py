@@ -374,8 +374,6 @@ def _catch_up(vault) -> dict:
     state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
     if notice:
         typer.echo(f"notice: {notice}", err=True)
-    if state == "unavailable":
-        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
     return {"semantic": state}
 
 
@@ -537,7 +535,7 @@ def reindex(as_json: bool = JsonOpt):
     with _vault() as vault:
         count, state, vectors = svc.reindex(vault, progress=_progress("reindex"), vector_progress=_progress("vectors"))
     if state == "unavailable":
-        typer.echo("notice: semantic search unavailable (model package not installed): keywords only", err=True)
+        typer.echo(f"notice: {svc.unavailable_notice()}", err=True)
     _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
          f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 

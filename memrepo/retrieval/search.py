@@ -29,6 +29,8 @@ from memrepo.store.vault import Vault
 
 REBUILD_CHANGED = 2500   # this many changed memory files, half the index or more: rebuilt instead of updated
 INLINE_BUILD_MAX = 1000  # a first vector build or catch-up of up to this many memories runs inside the search
+MODEL_RETRY_S = 600      # a model that failed to load in a build is not tried again by searches for this long
+MODEL_FAILED = "model-failed.json"   # beside the vectors: why and when
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced", "intent")
@@ -422,7 +424,13 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     warm = _warm(vault)
     s = warm.live_stats(vault)
     try:
-        results = warm.index.search_many(queries, semantic=semantic, ahead=ahead)
+        try:
+            results = warm.index.search_many(queries, semantic=semantic, ahead=ahead)
+        except _model_unavailable() as e:   # the query's encoding could not load the model
+            note_model_failure(vault, str(e))
+            state, semantic = "unavailable", None
+            report = replace(report, notice="; ".join(filter(None, (report.notice, _unavailable(str(e))))))
+            results = warm.index.search_many(queries)
     except IndexCorrupt:
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
         results = warm.index.search_many(queries, semantic=semantic)
@@ -482,10 +490,12 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
     if state == "off":
         return "off", None, None
     if state == "unavailable":
-        return "unavailable", None, (f"semantic search unavailable ({embed.DISTRIBUTION} is not installed): "
-                                     "keywords only")
+        return "unavailable", None, _unavailable(embed.unavailable_reason())
     from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt
     store = _vector_store(vault)
+    failed = _model_failure(vault)
+    if failed:
+        return "unavailable", None, _unavailable(f"{failed}; memrepo reindex tries it again")
     damaged = None   # unreadable vectors are derived state: built anew as a first build is
     try:
         if store.ready():
@@ -509,6 +519,52 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
         return "building", None, "semantic vectors are being written by another process: keywords only"
     except VectorsCorrupt as e:   # still unreadable after a rebuild (a disk failing): keywords
         return "building", None, f"{e}: keywords only"
+    except embed.ModelUnavailable as e:
+        note_model_failure(vault, str(e))
+        return "unavailable", None, _unavailable(str(e))
+
+
+def _unavailable(reason: str) -> str:
+    return f"semantic search unavailable ({reason}): keywords only"
+
+
+def unavailable_notice() -> str:
+    """The notice of a search or a build in this process without the model."""
+    from memrepo.retrieval import embed
+    return _unavailable(embed.unavailable_reason())
+
+
+def _model_unavailable() -> type[Exception]:
+    from memrepo.retrieval import embed
+    return embed.ModelUnavailable
+
+
+def note_model_failure(vault: Vault, reason: str | None) -> None:
+    """Note (``reason``) or clear (None) that this model failed to load in this vault: a
+    background build that dies of it would otherwise be started again by every search."""
+    from memrepo.retrieval import embed
+    from memrepo.store.files import atomic_write
+    path = _vector_store(vault).dir / MODEL_FAILED
+    try:
+        if reason is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps({"model": embed.model_id(), "error": reason, "at": time.time()}).encode())
+    except OSError:
+        pass   # only a hint: the next search tries the model again
+
+
+def _model_failure(vault: Vault) -> str | None:
+    """Why this model failed to load here lately (within ``MODEL_RETRY_S``), if it did."""
+    from memrepo.retrieval import embed
+    try:
+        noted = json.loads((_vector_store(vault).dir / MODEL_FAILED).read_text(encoding="utf-8"))
+        if noted["model"] == embed.model_id() and 0 <= time.time() - float(noted["at"]) < MODEL_RETRY_S:
+            return str(noted["error"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
 
 
 def _catch_up_vectors(vault: Vault, store, *, wait: bool = False,
@@ -566,8 +622,10 @@ def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None =
     if docs is None:
         paths = [p for p in vault.tree_paths() if is_memory_path(p)]
         docs = [_vec_doc(d) for d in (_read_worktree(vault, p) for p in paths) if d is not None]
-    return _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
-                                        dirty=sorted(_load_scan(vault).paths))
+    count = _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
+                                         dirty=sorted(_load_scan(vault).paths))
+    note_model_failure(vault, None)
+    return count
 
 
 def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
@@ -581,6 +639,9 @@ def rebuild_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None
         return "hybrid", build_vectors(vault, progress=progress, docs=docs)
     except VectorsBusy as e:
         raise Busy(f"{e}; retry in a moment") from None
+    except _model_unavailable() as e:
+        note_model_failure(vault, str(e))
+        return "unavailable", 0
 
 
 def vector_state(vault: Vault) -> str:
@@ -614,7 +675,7 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
     docs: list | None = [] if state == "hybrid" else None
     report = sync(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(_vec_doc(d))))
     if state != "hybrid":
-        return state, report.notice
+        return state, "; ".join(filter(None, (report.notice, unavailable_notice() if state == "unavailable" else None))) or None
     from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt
     store = _vector_store(vault)
     try:
@@ -629,6 +690,9 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
                 build_vectors(vault, progress=vector_progress)
     except VectorsBusy:
         return "building", "semantic vectors are being written by another process: keywords only until it is done"
+    except _model_unavailable() as e:
+        note_model_failure(vault, str(e))
+        return "unavailable", _unavailable(str(e))
     return "hybrid", report.notice
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    from memrepo.retrieval import search
+    from memrepo.retrieval import embed, search
     from memrepo.retrieval.vectors import VectorsBusy
     from memrepo.store.vault import Vault
     vault = Vault(Path(argv[0]))
@@ -22,6 +22,9 @@ def main(argv: list[str]) -> int:
         search.build_vectors(vault)
     except VectorsBusy:
         return 0
+    except embed.ModelUnavailable as e:   # searches answer "unavailable" instead of starting builds
+        search.note_model_failure(vault, str(e))
+        return 1
     return 0
 
 
