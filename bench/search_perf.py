@@ -162,7 +162,7 @@ def run_cli(work: Path, mem: Path, queries: list[dict], n_cli: int) -> dict:
     with Timer() as init:
         memrepo("init", str(vault), cwd=work)
     with Timer() as imp:
-        memrepo("import", str(mem), cwd=vault)
+        memrepo("import", str(mem), "--no-index", cwd=vault)   # the commit; reindex builds below
     with Timer() as reindex:
         memrepo("reindex", cwd=vault)
     for _ in range(3):

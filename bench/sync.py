@@ -52,11 +52,11 @@ def measure(work: Path, size: int, n: int, runs: int, env: dict[str, str], synth
                                                    "diverged: A sync (push)": [], "diverged: B sync (merge + push)": [],
                                                    "diverged: A sync (fast-forward)": []}
     for r in range(runs):
-        run(memrepo_cmd() + ["import", str(batch(work / "a.jsonl", f"a{r}", n))], env, cwd=a)
+        run(memrepo_cmd() + ["import", "--no-index", str(batch(work / "a.jsonl", f"a{r}", n))], env, cwd=a)
         steps["ff: A sync (push)"].append(timed(memrepo_cmd() + ["sync"], env, cwd=a)[0])
         steps["ff: B sync (fetch + fast-forward)"].append(timed(memrepo_cmd() + ["sync"], env, cwd=b)[0])
-        run(memrepo_cmd() + ["import", str(batch(work / "a.jsonl", f"da{r}", n))], env, cwd=a)
-        run(memrepo_cmd() + ["import", str(batch(work / "b.jsonl", f"db{r}", n))], env, cwd=b)
+        run(memrepo_cmd() + ["import", "--no-index", str(batch(work / "a.jsonl", f"da{r}", n))], env, cwd=a)
+        run(memrepo_cmd() + ["import", "--no-index", str(batch(work / "b.jsonl", f"db{r}", n))], env, cwd=b)
         steps["diverged: A sync (push)"].append(timed(memrepo_cmd() + ["sync"], env, cwd=a)[0])
         steps["diverged: B sync (merge + push)"].append(timed(memrepo_cmd() + ["sync"], env, cwd=b)[0])
         steps["diverged: A sync (fast-forward)"].append(timed(memrepo_cmd() + ["sync"], env, cwd=a)[0])

@@ -201,3 +201,13 @@ def test_the_tools_read_the_agents_private_vault(vault):
         assert bool(found["hits"]) is sees
         assert got.isError is not sees
         assert ("dark mode" in context) is sees
+
+
+def test_building_the_server_prints_no_library_warning(vault):
+    # an agent runtime shows the server's stderr: a warning from the SDK's settings on every
+    # start reads like a fault
+    import subprocess
+    proc = subprocess.run([sys.executable, "-W", "default", "-c",
+                           f"from memrepo.mcp.server import build_server; build_server({str(vault.root)!r})"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr

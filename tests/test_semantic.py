@@ -388,6 +388,7 @@ def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_
     assert [h.id for h in result.hits] == ["mem_dog"] and not store.building()
     monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1] if os.pathsep in os.environ["PYTHONPATH"] else "")
     monkeypatch.setattr(search, "MODEL_RETRY_S", 0)   # later (or a reindex): tried again
+    monkeypatch.setattr(search, "SPAWN_GRACE_S", 0)
     search.search(bilingual, "golden retriever puppy")
     deadline = time.monotonic() + 120
     while not store.ready() and time.monotonic() < deadline:
@@ -396,6 +397,77 @@ def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_
         time.sleep(0.2)
     assert search.search(bilingual, "golden retriever puppy")[0].semantic == "hybrid"
     assert not (store.dir / search.MODEL_FAILED).exists()
+
+
+def test_many_uncommitted_edits_go_to_the_background_once(bilingual, monkeypatch):
+    # edits the last build already encoded are not a "bulk change" again: once the background
+    # build has them, the next search is hybrid (not another build for every search)
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    for path in sorted((bilingual.root / "memories").rglob("*.md"))[:3]:
+        path.write_text(path.read_text(encoding="utf-8") + "\nEdited by hand.\n", encoding="utf-8")
+    assert search.search(bilingual, "golden retriever puppy")[0].semantic == "building"
+    store = search._vector_store(bilingual)
+    deadline = time.monotonic() + 120
+    while (len(store.dirty()) < 3 or store.building()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    result, report = search.search(bilingual, "golden retriever puppy")
+    assert result.semantic == "hybrid" and report.notice is None, report.notice
+
+
+def test_searches_in_a_row_start_one_background_build(bilingual, monkeypatch):
+    import subprocess
+    started = []
+    real = subprocess.Popen
+
+    def counted(args, *a, **kw):
+        if "memrepo.retrieval.vectors_build" in args:
+            started.append(args)
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", counted)
+    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    for _ in range(5):   # faster than a build process takes its lock
+        assert search.search(bilingual, "golden retriever puppy")[0].semantic == "building"
+    assert len(started) == 1
+
+
+def test_an_import_whose_catch_up_fails_still_reports_its_commit(bilingual, tmp_path):
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    with search._index(bilingual)._lock():   # another process writes the index (10 s)
+        proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["imported"] == 2 and data["commit"] == git(bilingual.root, "rev-parse", "HEAD").strip()
+    assert data["semantic"] == "building" and "the import is committed" in proc.stderr
+    result, _ = search.search(bilingual, IMPORTED[0][2], limit=3)   # the next search catches up
+    assert "imp_coffee" in [h.id for h in result.hits]
+
+
+def test_ctrl_c_during_an_imports_catch_up_keeps_and_reports_the_commit(vault, semantic, tmp_path):
+    import signal
+    import subprocess
+
+    from conftest import MEMREPO, person_env
+    src = tmp_path / "many.jsonl"
+    src.write_text("".join(json.dumps({"summary": f"note {i}: 连接池 pool size {i} for service {i % 37}"}) + "\n"
+                           for i in range(1500)), encoding="utf-8")
+    before = git(vault.root, "rev-parse", "HEAD").strip()
+    proc = subprocess.Popen([*MEMREPO, "--vault", str(vault.root), "import", str(src), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=person_env(), text=True)
+    vectors = vault.index_dir / "vectors"
+    deadline = time.monotonic() + 120
+    while not any(vectors.glob("encoded-*.partial")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)   # committed and indexed; the vectors are being encoded
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    data = json.loads(out)
+    assert data["interrupted"] and data["semantic"] == "building"
+    assert data["commit"] == git(vault.root, "rev-parse", "HEAD").strip() != before
+    assert "interrupted: the import is committed" in err and "Traceback" not in err
+    result, _ = search.search(vault, "note 7: pool size 7", limit=3)   # keywords at least, at once
+    assert result.hits
 
 
 def test_the_cached_model_encodes_exactly_like_the_wheel(tmp_path, semantic):

@@ -356,7 +356,7 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
         _out({**found.as_dict(), **ready}, as_json, f"imported {len(found.imported)} memories from {file} ("
              f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
              + (f" -> commit {found.commit[:12]}" if found.commit else ""))
-        return
+        raise typer.Exit(130 if ready.get("interrupted") else 0)
     with _vault() as vault:
         result = memories.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
                                        progress=_progress("import"))
@@ -365,16 +365,30 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
         ready = _catch_up(vault) if result.commit and not no_index else {}
     where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
     _out({**result.as_dict(), **ready}, as_json, f"imported {result.count} memories -> {where}")
+    raise typer.Exit(130 if ready.get("interrupted") else 0)
 
 
 def _catch_up(vault) -> dict:
     """After an import's commit: the search index and the vectors brought to it (notices on
-    stderr); the ``semantic`` state for ``--json``."""
+    stderr); the ``semantic`` state for ``--json`` (and ``interrupted`` after Ctrl-C). The
+    commit stands whatever happens here: a failure or Ctrl-C is a notice, the rest is left
+    to the next search."""
+    from memrepo.errors import MemrepoError
     from memrepo.retrieval import search as svc
-    state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
+    later = "the import is committed; the next search brings the search index and the vectors up to date"
+    interrupted = False
+    try:
+        state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
+    except MemrepoError as e:
+        state, notice = svc.vector_state(vault), f"{e}: {later}"
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        state, notice, interrupted = svc.vector_state(vault), f"interrupted: {later} (from the vectors encoded so far)", True
+    if state == "hybrid" and (interrupted or notice and later in notice):
+        state = "building"
     if notice:
         typer.echo(f"notice: {notice}", err=True)
-    return {"semantic": state}
+    return {"semantic": state, **({"interrupted": True} if interrupted else {})}
 
 
 # ------------------------------------------------------------------ review

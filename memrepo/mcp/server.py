@@ -9,6 +9,7 @@ carrying the same message the CLI prints, never a traceback.
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any, Callable, Literal
 
 from mcp.server.fastmcp import FastMCP
@@ -64,7 +65,11 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     """An MCP server for the vault at ``vault_path`` (found as the CLI finds it when None)."""
     state = Memory(vault_path, agent)
     vault = state.vault
-    server = FastMCP("memrepo", instructions=INSTRUCTIONS, log_level="WARNING")
+    with warnings.catch_warnings():
+        # the SDK's settings model, read by newer pydantic-settings, warns on every start
+        # about a forward reference it never resolves (its value is the default either way)
+        warnings.filterwarnings("ignore", message=r"Field 'lifespan' has an incomplete definition")
+        server = FastMCP("memrepo", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
     def memory_recall(text: str, budget: int = 4000, session: str | None = None,

@@ -594,10 +594,13 @@ def _catch_up_vectors(vault: Vault, store, *, wait: bool = False,
             build_vectors(vault, progress=progress)
             return None
     dirty = set(_load_scan(vault).paths)  # the index sync just looked at the working tree
-    todo = changed | dirty | set(store.dirty())
+    was_dirty = set(store.dirty())
+    todo = changed | dirty | was_dirty
     if not todo and indexed == head:
         return None
-    if len(todo) > INLINE_BUILD_MAX:   # the build reuses every vector it has by content hash
+    # files already dirty at the last write of the vectors are cheap to look at again (their
+    # vectors are there unless they changed once more): only the others count as the change
+    if len(changed | (dirty - was_dirty)) > INLINE_BUILD_MAX:   # the build reuses every vector it has
         if wait:
             build_vectors(vault, progress=progress)
             return None
@@ -625,6 +628,7 @@ def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None =
     count = _vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
                                          dirty=sorted(_load_scan(vault).paths))
     note_model_failure(vault, None)
+    (_vector_store(vault).dir / BUILD_STARTED).unlink(missing_ok=True)   # another may start at once
     return count
 
 
@@ -696,10 +700,27 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
     return "hybrid", report.notice
 
 
+SPAWN_GRACE_S = 30.0   # a background build started this recently is taken as under way
+BUILD_STARTED = "build-started"   # beside the vectors: touched when one is started
+
+
 def start_background_build(vault: Vault) -> None:
-    """Build the vectors in a detached process (it takes the vectors' write lock)."""
+    """Build the vectors in a detached process (it takes the vectors' write lock), unless
+    one was started in the last ``SPAWN_GRACE_S`` seconds and may not hold the lock yet
+    (every search until then would start another)."""
     import subprocess
     import sys
+    started = _vector_store(vault).dir / BUILD_STARTED
+    try:
+        if 0 <= time.time() - started.stat().st_mtime < SPAWN_GRACE_S:
+            return
+    except OSError:
+        pass
+    try:
+        started.parent.mkdir(parents=True, exist_ok=True)
+        started.touch()
+    except OSError:
+        pass   # only a hint
     subprocess.Popen([sys.executable, "-m", "memrepo.retrieval.vectors_build", str(vault.root)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
