@@ -444,6 +444,20 @@ def test_an_import_whose_catch_up_fails_still_reports_its_commit(bilingual, tmp_
     assert "imp_coffee" in [h.id for h in result.hits]
 
 
+def test_an_import_whose_vectors_cannot_be_written_still_reports_its_commit(bilingual, tmp_path):
+    import shutil
+    assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
+    vectors = search._vector_store(bilingual).dir
+    shutil.rmtree(vectors)
+    vectors.write_text("not a folder")   # an OSError wherever the vectors are touched
+    proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["imported"] == 2 and data["commit"] == git(bilingual.root, "rev-parse", "HEAD").strip()
+    assert "the import is committed" in proc.stderr
+    assert search._index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
+
+
 def test_ctrl_c_during_an_imports_catch_up_keeps_and_reports_the_commit(vault, semantic, tmp_path):
     import signal
     import subprocess

@@ -379,7 +379,7 @@ def _catch_up(vault) -> dict:
     interrupted = False
     try:
         state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
-    except MemrepoError as e:
+    except (MemrepoError, OSError) as e:   # (a lock held elsewhere, a disk that is full, ...)
         state, notice = svc.vector_state(vault), f"{e}: {later}"
     except KeyboardInterrupt:
         sys.stderr.write("\n")
