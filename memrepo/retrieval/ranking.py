@@ -528,8 +528,11 @@ def _mix(cands: list[_Cand], a: float) -> None:
     if not sims:
         return
     lo, hi = min(sims), max(sims)
-    for c in cands:   # (one cosine, or all alike: each is the pool's best)
-        sem = 0.0 if c.cosine is None else (c.cosine - lo) / (hi - lo) if hi > lo else 1.0
+    for c in cands:
+        if c.cosine is None:
+            sem = 0.0
+        else:   # one cosine, or all alike: each is the pool's best
+            sem = (c.cosine - lo) / (hi - lo) if hi > lo else 1.0
         c.score = a * c.keyword + (1.0 - a) * sem
 
 
