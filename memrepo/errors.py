@@ -146,3 +146,8 @@ class ConfigWarning(MemrepoWarning):
 
 class IdentityWarning(MemrepoWarning):
     """No git identity is configured: commits carry memrepo's fallback name."""
+
+
+class UnsafeChange(InvalidData):
+    """A change holds a path memrepo never writes: a ``.git`` component, ``..``, a symlink, a
+    submodule, unversioned ``.memrepo/`` state (what a hostile remote or tree could send)."""

@@ -588,6 +588,12 @@ def diff_trees(root: Path, pairs: Iterable[tuple[str | None, str]],
     return found
 
 
+def new_commits(root: Path, new: str, old: str | None) -> list[tuple[str, tuple[str, ...]]]:
+    """(commit, parents) of every commit reachable from ``new`` but not from ``old``, oldest first."""
+    out = _run(root, "rev-list", "--parents", "--reverse", new, *(["--not", old] if old else []))
+    return [(line.split()[0], tuple(line.split()[1:])) for line in out.splitlines() if line.strip()]
+
+
 def object_ids(root: Path, names: Iterable[str]) -> dict[str, str | None]:
     """name (``REV:path``, a ref, ...) -> object id, None where it names nothing, all in one
     ``git cat-file --batch-check``."""

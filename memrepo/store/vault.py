@@ -20,7 +20,7 @@ from memrepo import config as config_mod
 from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
-from memrepo.store import faults, git
+from memrepo.store import faults, git, incoming
 from memrepo.store.files import atomic_write  # noqa: F401  (callers import it from here too)
 from memrepo.store.lock import locked
 
@@ -199,7 +199,9 @@ class Vault:
         scratch = journal.get("scratch")
         if isinstance(scratch, str) and scratch.startswith(git.SCRATCH_PREFIX):
             git.update_refs(self.root, [git.RefChange(scratch, None, None)], reason="memrepo: recover")
-        ref, paths = journal.get("ref"), [p for p in journal.get("paths") or [] if isinstance(p, str)]
+        # Only paths a write may touch: a journal naming anything else is not memrepo's.
+        ref, paths = journal.get("ref"), [p for p in journal.get("paths") or []
+                                          if isinstance(p, str) and incoming.path_problem(p) is None]
         if paths and ref and git.head_ref(self.root) == ref and git.rev_parse(self.root, ref):
             present = {e.path: e.sha for e in git.ls_tree(self.root, ref, paths)}
             with git.BlobReader(self.root) as reader:
@@ -344,6 +346,7 @@ class Vault:
         changes: dict[str, bytes | None] = {p: None for p in deletes}
         changes.update(files or {})
         changes.update({m.path: render_bytes(m) for m in writes})
+        incoming.check_paths(changes)
         if checked_out:
             self._refuse_links(list(changes))
             self._refuse_dirty(list(changes))
@@ -386,6 +389,7 @@ class Vault:
         bring the checkout along, journaled like :meth:`commit` so a crash is finished by recovery."""
         ref = self.main_ref
         old = git.rev_parse(self.root, ref)
+        incoming.check_range(self.root, old, new, what=f"moving {self.main_branch} to {new[:12]}")
         diff = git.diff_tree(self.root, old, new)
         checked_out = git.head_ref(self.root) == ref
         if checked_out:

@@ -20,7 +20,7 @@ from typing import Any
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, UsageError
 from memrepo.model import Memory, is_memory_path, new_id, now_iso
-from memrepo.store import git
+from memrepo.store import git, incoming
 from memrepo.store.checks import Overlay, Row, check_bytes, check_rows
 from memrepo.store.vault import Vault, render_bytes
 from memrepo.team import merge, propose
@@ -133,6 +133,7 @@ def _integrate(vault: Vault, remote: str, result: SyncResult) -> None:
     local, theirs = vault.head(), git.rev_parse(vault.root, f"refs/remotes/{remote}/{vault.main_branch}")
     if theirs is None or theirs == local or (local and git.is_ancestor(vault.root, theirs, local)):
         return
+    incoming.check_range(vault.root, local, theirs, what=f"{remote}/{vault.main_branch} at {theirs[:12]}")
     if local is None or git.is_ancestor(vault.root, local, theirs):
         vault.fast_forward(theirs)
         result.integrated = "fast-forward"
@@ -368,6 +369,10 @@ def _adopt_proposals(vault: Vault, remote: str, result: SyncResult) -> None:
         pid = ref.removeprefix(f"refs/remotes/{remote}/proposal/")
         local = f"refs/heads/proposal/{pid}"
         if git.rev_parse(root, local) is None and not _closed(root, pid) and not (main and git.is_ancestor(root, sha, main)):
+            bad = incoming.unsafe_changes(git.diff_tree(root, main, sha))
+            if bad:
+                result.notes.append(f"proposal {pid} from {remote} not taken: {bad[0][0]}: {bad[0][1]}")
+                continue
             git.update_refs(root, [git.RefChange(local, sha, None)], reason=f"memrepo: proposal {pid} from {remote}")
     for ref, sha in git.refs(root, "refs/heads/proposal/").items():
         pid = ref.removeprefix("refs/heads/proposal/")

@@ -1,0 +1,112 @@
+"""What arrives through git is untrusted until checked: the paths a commit may bring.
+
+A teammate with push access to a shared remote can write any tree object, including names
+git's own checkout refuses: a ``.git`` folder (its ``config`` can run a command on the next
+git call, its hooks switch the review gate off), ``..`` (a file beside the vault), a symlink
+(a later write through it lands outside), a submodule, or files under ``.memrepo/`` that a
+vault never commits (the derived catalog, agents' private vaults). memrepo moves its checkout
+itself, so it checks every path before anything is written: :func:`path_problem` for one
+path, :func:`check_range` for what a fetched commit would bring, naming the commit that
+brought each bad path. The same rules guard every write (:meth:`Vault.commit`).
+"""
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+from typing import Iterable
+
+from memrepo.errors import Problem, UnsafeChange
+from memrepo.store import git
+
+# Under .memrepo/ only the configuration is versioned; index/, state/, private/ and evidence/
+# are local (git-ignored) and must never arrive from elsewhere.
+VERSIONED_STATE = frozenset({".memrepo/config.toml"})
+SYMLINK, GITLINK, TREE = "120000", "160000", "040000"
+# Code points HFS+ ignores when comparing names (git's is_hfs_dotgit): ".g\u200cit" is ".git" there.
+_HFS_IGNORED = frozenset([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
+
+
+def _folded(name: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFC", name) if ord(c) not in _HFS_IGNORED).casefold()
+
+
+def is_dot_git(name: str) -> bool:
+    """True for ``.git`` and every name a filesystem git supports takes for it: any case, HFS+
+    ignorable code points, NTFS trailing dots and spaces, an NTFS stream (``.git::$...``) and
+    the 8.3 short name ``git~1``."""
+    folded = _folded(name)
+    stem = folded.split(":", 1)[0].rstrip(". ")
+    return stem in (".git", "git~1")
+
+
+def _component_problem(part: str) -> str | None:
+    if part in ("", ".", ".."):
+        return "an empty, '.' or '..' path component (it would lead out of its folder or the vault)"
+    if "\\" in part:
+        return "a backslash in a name (a folder separator on Windows)"
+    if is_dot_git(part):
+        return "a '.git' component (git's own folder: its config and hooks would run code)"
+    if _folded(part) == ".gitmodules":
+        return "a submodule declaration (a vault holds no submodules)"
+    return None
+
+
+def path_problem(path: str, mode: str = "100644") -> str | None:
+    """Why memrepo never writes ``path`` (a tree path with git's file ``mode``), or None."""
+    if path.startswith("/"):
+        return "an absolute path"
+    for part in path.split("/"):
+        reason = _component_problem(part)
+        if reason:
+            return reason
+    parts = path.split("/")
+    if _folded(parts[0]) == ".memrepo" and "/".join([".memrepo", *parts[1:]]) not in VERSIONED_STATE:
+        return "a file under .memrepo/ other than config.toml (the index, state, private vaults and local evidence are never versioned)"
+    if mode == SYMLINK:
+        return "a symlink (a later write through it would land outside the vault)"
+    if mode == GITLINK:
+        return "a submodule (a vault holds no submodules)"
+    return None
+
+
+def check_paths(paths: Iterable[str], *, hint: str = "nothing was written") -> None:
+    """Raise :class:`UnsafeChange` when any of ``paths`` is one memrepo never writes."""
+    problems = [Problem(p, "path", reason) for p in paths if (reason := path_problem(p)) is not None]
+    if problems:
+        raise UnsafeChange(problems, hint)
+
+
+def unsafe_changes(changes: Iterable[git.Change]) -> list[tuple[str, str]]:
+    """(path, reason) of every change that adds or changes a path memrepo never writes."""
+    return [(c.path, reason) for c in changes if c.status != "D" and (reason := path_problem(c.path, c.mode))]
+
+
+def check_range(root: Path, old: str | None, new: str, *, what: str) -> None:
+    """Refuse ``new`` when it brings, compared with ``old``, any path memrepo never writes.
+
+    The message names each bad path and the first commit (not reachable from ``old``) that
+    brought it, so the person can find who sent it; nothing is changed.
+    """
+    bad = unsafe_changes(git.diff_tree(root, old, new))
+    if not bad:
+        return
+    culprits = _first_commits(root, old, new, {path for path, _ in bad})
+    problems = [Problem(path, "path", f"{reason}; brought by commit {culprits.get(path, new)[:12]}")
+                for path, reason in bad]
+    raise UnsafeChange(problems, f"{what} refused whole: it holds paths memrepo never writes (git's own checkout "
+                                 "refuses them too); nothing changed locally. Ask whoever pushed it to remove them "
+                                 "(git rm on their side), then sync again")
+
+
+def _first_commits(root: Path, old: str | None, new: str, paths: set[str]) -> dict[str, str]:
+    """path -> the oldest commit of ``new`` not in ``old`` whose change (against any parent) adds it."""
+    found: dict[str, str] = {}
+    history = git.new_commits(root, new, old)
+    pairs = [(parent, commit) for commit, parents in history for parent in (parents or (None,))]
+    diffs = git.diff_trees(root, pairs)
+    for commit, parents in history:
+        for parent in parents or (None,):
+            for change in diffs.get((parent, commit), ()):
+                if change.path in paths and change.status != "D":
+                    found.setdefault(change.path, commit)
+    return found
