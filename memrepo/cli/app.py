@@ -133,12 +133,13 @@ EXAMPLES: dict[str, str] = {
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
     "mcp": "memrepo --vault ~/agent-memory mcp\nmemrepo mcp --agent executor",
     "daemon": "memrepo daemon status\nmemrepo daemon stop",
+    "ui": "memrepo ui\nmemrepo ui --read-only --lang zh --port 8765 --no-open",
     "daemon start": "memrepo daemon start --json",
     "daemon stop": "memrepo daemon stop",
     "daemon status": "memrepo daemon status --json",
 }
 # Commands without --json, and why (a test requires --json of every other command).
-NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
+NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself", "ui": "a web server: it serves pages"}
 
 
 def examples_epilog(path: str) -> str | None:
@@ -980,6 +981,11 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
          + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+
+
+from memrepo.cli import ui as ui_command  # noqa: E402  (memrepo ui, in its own module)
+
+ui_command.register(app)
 
 
 # ---- daemon: the background server that answers search, recall, context and add warm

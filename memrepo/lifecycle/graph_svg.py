@@ -97,7 +97,7 @@ def _node(node: GraphNode, at: tuple[float, float], href: str | None) -> str:
     shape = (f'<g class="node ring{node.ring}" opacity="{opacity}"><title>{tip}</title>'
              f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" fill="{fill}" stroke="{colour}" stroke-width="3"{style}/>'
              f'<text x="{x:.1f}" y="{y + radius + 15:.1f}" text-anchor="middle" font-size="13" font-weight="{weight}" '
-             f'fill="#1f2328">{escape(label)}</text></g>')
+             f'fill="#1f2328" stroke="#ffffff" stroke-width="4" paint-order="stroke">{escape(label)}</text></g>')
     if href is None or node.kind == "subject":
         return shape
     return f'<a href="{escape(href + quote(node.id, safe=""))}">{shape}</a>'

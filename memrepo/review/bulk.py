@@ -38,9 +38,11 @@ def get_proposal(vault: Vault, ref: str) -> proposals.Proposal:
     return proposals.get(vault, ref)
 
 
-def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None) -> list[Outcome]:
-    """Apply each proposal in turn (one merge commit each); a refusal leaves that one open."""
-    return [_close(vault, pid, "apply", lambda p: proposals.apply(vault, p, mode=mode, reviewer=reviewer))
+def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
+               only: Iterable[str] | None = None) -> list[Outcome]:
+    """Apply each proposal in turn (one merge commit each); a refusal leaves that one open.
+    ``only`` applies just those memory ids (of a multi-memory proposal), as ``apply --only``."""
+    return [_close(vault, pid, "apply", lambda p: proposals.apply(vault, p, mode=mode, reviewer=reviewer, only=only))
             for pid in _ids(ids)]
 
 
@@ -50,6 +52,20 @@ def reject_many(vault: Vault, ids: Iterable[str], *, why: str, reviewer: str | N
         raise UsageError("say why the proposals are rejected: the authors and later reviewers read it")
     return [_close(vault, pid, "reject", lambda p: proposals.reject(vault, p, why=why, reviewer=reviewer))
             for pid in _ids(ids)]
+
+
+def reviewer_name(vault: Vault) -> str:
+    """The name apply and reject record as the reviewer (the vault's git identity)."""
+    from memrepo.store import git
+    return git.identity(vault.root)[0]
+
+
+def rollback_with_reason(vault: Vault, memory_id: str, *, reason: str) -> str:
+    """A person's rollback of a memory: the reason is required (it is recorded in the commit)."""
+    from memrepo.review import provenance
+    if not reason.strip():
+        raise UsageError(f"say why {memory_id} is rolled back: the reason is recorded in the commit")
+    return provenance.rollback(vault, memory_id, reason=reason)
 
 
 def _ids(ids: Iterable[str]) -> list[str]:

@@ -101,3 +101,16 @@ def get_memory(vault: Vault, memory_id: str, *, agent: str | None = None):
 def search_visible(vault: Vault, text: str, *, agent: str | None = None, **options: Any):
     """``search`` over what ``agent`` sees: the shared pool plus its private vault."""
     return scopes.search(vault, text, agent=agent, **options)
+
+
+def search_filters(filters: dict[str, str | None], limit: int) -> dict[str, Any]:
+    """The search options for a page's filters: a status other than active searches the
+    history (superseded, rolled back, rejected) or the archive as ``--history``/``--deep`` do."""
+    status = filters.get("status")
+    options: dict[str, Any] = {k: filters.get(k) for k in ("layer", "kind", "subject", "tag") if filters.get(k)}
+    options["limit"] = limit
+    if status in ("superseded", "rolled_back", "rejected", "pending_review"):
+        options["history"] = True
+    elif status == "archived":
+        options["deep"] = True
+    return options
