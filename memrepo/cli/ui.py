@@ -36,6 +36,8 @@ def ui(port: int = typer.Option(0, "--port", min=0, help="Port to listen on (def
     try:
         server.serve(root, host=host, port=port, read_only=read_only, lang=lang,
                      open_browser=not no_open and _has_display(), ready=ready)
+    except KeyboardInterrupt:   # Ctrl-C is how a person stops the server: it has shut down cleanly
+        pass
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}; choose another --port or --host") from None
     typer.echo("memrepo ui: stopped")

@@ -119,6 +119,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "filter.subject": ("Subject", "主题"),
     "memory.history": ("History", "历史"),
     "memory.why": ("Why is it active?", "为什么生效？"),
+    "memory.was_active": ("Not active now; it was made active by:", "当前未生效；它曾由以下提交生效："),
     "memory.not_active": ("It is not active: see its history.", "它当前未生效：请查看历史。"),
     "memory.citations": ("Citations", "引用"),
     "memory.cited_by": ("Cited by", "被引用"),

@@ -26,6 +26,7 @@ def environment():
     from jinja2 import ChainableUndefined, Environment, FileSystemLoader, select_autoescape
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True),
                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["highlighted"] = highlighted
     return env
 
 
@@ -45,6 +46,14 @@ def markdown(body: str) -> Markup:
     """A memory body as HTML: raw HTML escaped, no images, wikilinks to memory pages."""
     text = _WIKILINK.sub(lambda m: f"[{m.group(2) or m.group(1)}](/memory/{m.group(1)})", body or "")
     return Markup(_markdown().render(text))
+
+
+def highlighted(snippet: str) -> Markup:
+    """A search snippet with its ``**matched**`` words marked (everything else escaped)."""
+    parts = (snippet or "").split("**")
+    if len(parts) % 2 == 0:   # an unpaired marker: show the text as it is
+        return Markup.escape(snippet)
+    return Markup("").join(Markup("<mark>{}</mark>").format(p) if n % 2 else Markup.escape(p) for n, p in enumerate(parts))
 
 
 def page(template: str, **values) -> str:
