@@ -9,17 +9,19 @@ it), so the picture shows what is alive and what is fading. A neighbourhood larg
 
 :func:`neighbours` is the cheap answer a memory page needs (no whole-graph build): the memories
 this one points at and the memories whose files mention its id (links, ``[[wikilinks]]``,
-``cites``, ``supersedes``), found with one ``git grep``.
+``cites``, ``supersedes``), found with one fixed-string ``git grep``.
 """
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from memrepo.errors import NotFound, UsageError
 from memrepo.model import MEMORY_ROOTS, Memory
 from memrepo.store import git
+from memrepo.store.checks import check_bytes
 from memrepo.store.vault import Vault
 
 DEFAULT_LIMIT = 24
@@ -149,8 +151,27 @@ class Neighbour:
     status: str | None
 
 
-def neighbours(vault: Vault, memory: Memory) -> list[Neighbour]:
-    """The memories ``memory`` points at, then those whose files mention its id."""
+def mentions(vault: Vault, memory_id: str) -> list[Memory]:
+    """The memories on main whose file mentions ``memory_id`` as a whole id (in ``links``,
+    ``cites``, ``supersedes``, a ``[[wikilink]]`` or the text): git finds the files holding the
+    string, each is read and checked."""
+    whole = re.compile(_id_pattern(memory_id), re.MULTILINE)
+    found = []
+    paths = [p for p in git.grep_fixed(vault.root, vault.main_ref, memory_id, MEMORY_ROOTS)
+             if p.rsplit("/", 1)[-1] != f"{memory_id}.md"]
+    with git.BlobReader(vault.root) as reader:
+        for path in paths:
+            memory, _ = check_bytes(path, reader.read(f"{vault.main_ref}:{path}"))
+            if memory is not None and (whole.search(memory.body) or any(
+                    whole.search(str(v)) for v in memory.meta.values() if not isinstance(v, list | tuple))
+                    or any(whole.search(str(i)) for v in memory.meta.values() if isinstance(v, list | tuple) for i in v)):
+                found.append(memory)
+    return found
+
+
+def neighbours(vault: Vault, memory: Memory, mentioning: list[Memory] | None = None) -> list[Neighbour]:
+    """The memories ``memory`` points at, then those that mention its id (``mentioning``:
+    :func:`mentions`, when the caller already has it)."""
     from memrepo.lifecycle.graph import wikilinks
     catalog = vault.catalog()
     g = memory.meta.get
@@ -160,11 +181,10 @@ def neighbours(vault: Vault, memory: Memory) -> list[Neighbour]:
                           ("superseded_by", [g("superseded_by")] if g("superseded_by") else [])):
         out += [(str(i), "out", relation) for i in ids]
     seen = {(i, d) for i, d, _r in out}
-    for path in git.grep_files(vault.root, vault.main_ref, _id_pattern(memory.id), MEMORY_ROOTS):
-        other = path.rsplit("/", 1)[-1][:-3]
-        if other != memory.id and (other, "in") not in seen:
-            seen.add((other, "in"))
-            out.append((other, "in", "mentions"))
+    for other in mentions(vault, memory.id) if mentioning is None else mentioning:
+        if (other.id, "in") not in seen:
+            seen.add((other.id, "in"))
+            out.append((other.id, "in", "mentions"))
     found = []
     for other, direction, relation in out:
         rows = catalog.query(id=other)
@@ -174,6 +194,5 @@ def neighbours(vault: Vault, memory: Memory) -> list[Neighbour]:
 
 
 def _id_pattern(memory_id: str) -> str:
-    """An extended regex matching the id as a whole word (ids hold letters, digits, . _ -)."""
-    escaped = "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in memory_id)
-    return f"(^|[^A-Za-z0-9_.-]){escaped}($|[^A-Za-z0-9_.-])"
+    """A regex matching the id as a whole word (ids hold letters, digits, . _ -)."""
+    return f"(?<![A-Za-z0-9_.-]){re.escape(memory_id)}(?![A-Za-z0-9_-]|\\.[A-Za-z0-9_-])"

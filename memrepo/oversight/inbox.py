@@ -66,9 +66,7 @@ def inbox(vault: Vault, *, now: dt.datetime | None = None) -> Inbox:
     from memrepo.team import citations
     when = now or dt.datetime.now(dt.UTC)
     found = proposals.list_proposals(vault)
-    held = proposals.memories_of_all(vault, found)
-    committers = git.commits(vault.root, [p.commit for p in found])
-    items = [_item(p, held.get(p.id, []), committers.get(p.commit), when) for p in reversed(found)]
+    items = [_item(p, rows, committer, when) for p, (rows, committer) in zip(reversed(found), _read(vault, found[::-1]))]
     counts = {s: sum(1 for i in items if i.source == s) for s in SOURCES}
     problems = []
     try:
@@ -77,6 +75,26 @@ def inbox(vault: Vault, *, now: dt.datetime | None = None) -> Inbox:
         notices, problems = (), [str(e)]
     return Inbox(tuple(items), counts, notices, last_nightly(vault), git.identity(vault.root)[0],
                  when.isoformat(timespec="seconds"), tuple(problems))
+
+
+# proposal commit -> (its memories' rows and sources, its committer): a commit never changes,
+# so a long-running reader (memrepo ui) parses each proposal once.
+_READ: dict[tuple[str, str], tuple[list[Memory], git.LogEntry | None]] = {}
+_READ_LIMIT = 5000
+
+
+def _read(vault: Vault, found: list[proposals.Proposal]) -> list[tuple[list[Memory], git.LogEntry | None]]:
+    """Each proposal's memories and the git author of its commit (two git calls for the ones not read before)."""
+    root = str(vault.root)
+    new = [p for p in found if (root, p.commit) not in _READ]
+    if new:
+        held = proposals.memories_of_all(vault, new)
+        committers = git.commits(vault.root, [p.commit for p in new])
+        if len(_READ) + len(new) > _READ_LIMIT:
+            _READ.clear()
+        for p in new:
+            _READ[(root, p.commit)] = (held.get(p.id, []), committers.get(p.commit))
+    return [_READ.get((root, p.commit)) or ([], None) for p in found]
 
 
 def _item(p: proposals.Proposal, memories: list[Memory], committer: git.LogEntry | None, now: dt.datetime) -> InboxItem:

@@ -479,6 +479,13 @@ def grep_files(root: Path, rev: str, pattern: str, paths: Iterable[str]) -> list
     return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
 
 
+def grep_fixed(root: Path, rev: str, text: str, paths: Iterable[str]) -> list[str]:
+    """Paths (in ``rev``) of files under ``paths`` containing ``text`` as written (no regex:
+    the fastest search git has)."""
+    out = _run(root, "grep", "-l", "-z", "-F", "-e", text, rev, "--", *paths, check=False)
+    return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
+
+
 def remotes(root: Path) -> list[str]:
     return _run(root, "remote").split()
 

@@ -38,6 +38,7 @@ class Window:
         self.root, self.guard, self.lang = root, guard, lang
         self.results: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.graphs: OrderedDict[tuple, Any] = OrderedDict()
+        self._reviewer: str | None = None
 
     # ---------------------------------------------------------------- plumbing
 
@@ -59,11 +60,14 @@ class Window:
         return HTMLResponse(body, status_code=status)
 
     def reviewer(self) -> str:
-        try:
-            with self.vault() as vault:
-                return api.reviewer_name(vault)
-        except MemrepoError:
-            return ""
+        """Who apply, reject and rollback record (the vault's git identity), asked once."""
+        if self._reviewer is None:
+            try:
+                with self.vault() as vault:
+                    self._reviewer = api.reviewer_name(vault)
+            except MemrepoError:
+                return ""
+        return self._reviewer
 
     def error(self, request, e: BaseException):
         if isinstance(e, MemrepoError):
