@@ -141,3 +141,18 @@ def test_the_last_distill_run_is_read_back_with_its_reasons(vault):
     (vault.state_dir / "runs" / "distill-99999999T999999.json").write_text("{torn", encoding="utf-8")
     assert api.last_distill(vault)["proposal"] == run["proposal"]      # a damaged log is skipped
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_memory_page_sees_mentions_added_after_it_was_first_shown(vault):
+    """The memory files a long-running reader keeps follow main commit by commit."""
+    from memrepo.oversight.main_files import main_files
+    writes.add(vault, {"id": "mem_a", "subject": "s", "summary": "alpha"}, "")
+    assert api.memory_view(vault, "mem_a").neighbours == ()
+    writes.add(vault, {"id": "mem_b", "subject": "s", "summary": "beta", "links": ["mem_a"]}, "")
+    writes.add(vault, {"id": "mem_c", "subject": "s", "summary": "gamma", "cites": ["mem_a"]}, "")
+    view = api.memory_view(vault, "mem_a")
+    assert {(n.id, n.relation) for n in view.neighbours} == {("mem_b", "mentions"), ("mem_c", "mentions")}
+    assert [c.ref for c in view.cited_by] == ["mem_c"]
+    files = main_files(vault)
+    assert set(files) == {r["path"] for r in vault.list()}
+    assert all(files[r["path"]] == git(vault.root, "cat-file", "blob", f"main:{r['path']}").encode() for r in vault.list())

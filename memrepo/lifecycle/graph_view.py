@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from memrepo.errors import NotFound, UsageError
 from memrepo.model import MEMORY_ROOTS, Memory
@@ -151,22 +151,26 @@ class Neighbour:
     status: str | None
 
 
-def mentions(vault: Vault, memory_id: str) -> list[Memory]:
+def mentions(vault: Vault, memory_id: str, files: Mapping[str, bytes] | None = None) -> list[Memory]:
     """The memories on main whose file mentions ``memory_id`` as a whole id (in ``links``,
-    ``cites``, ``supersedes``, a ``[[wikilink]]`` or the text): git finds the files holding the
-    string, each is read and checked."""
-    whole = re.compile(_id_pattern(memory_id), re.MULTILINE)
-    found = []
-    paths = [p for p in git.grep_fixed(vault.root, vault.main_ref, memory_id, MEMORY_ROOTS)
-             if p.rsplit("/", 1)[-1] != f"{memory_id}.md"]
-    with git.BlobReader(vault.root) as reader:
-        for path in paths:
-            memory, _ = check_bytes(path, reader.read(f"{vault.main_ref}:{path}"))
-            if memory is not None and (whole.search(memory.body) or any(
-                    whole.search(str(v)) for v in memory.meta.values() if not isinstance(v, list | tuple))
-                    or any(whole.search(str(i)) for v in memory.meta.values() if isinstance(v, list | tuple) for i in v)):
-                found.append(memory)
-    return found
+    ``cites``, ``supersedes``, a ``[[wikilink]]`` or the text). ``files`` (path -> bytes of
+    every memory file on main) is searched when a long-running caller keeps it; otherwise git
+    finds the files holding the string. Each candidate is checked for the whole id and parsed."""
+    whole = re.compile(_id_pattern(memory_id).encode(), re.MULTILINE)
+    needle = memory_id.encode()
+    own = f"/{memory_id}.md"
+    if files is not None:
+        found = {p: data for p, data in files.items() if needle in data and not ("/" + p).endswith(own)}
+    else:
+        paths = [p for p in git.grep_fixed(vault.root, vault.main_ref, memory_id, MEMORY_ROOTS) if not ("/" + p).endswith(own)]
+        with git.BlobReader(vault.root) as reader:
+            found = {p: reader.read(f"{vault.main_ref}:{p}") for p in paths}
+    out = []
+    for path, data in sorted(found.items()):
+        memory, _ = check_bytes(path, data) if whole.search(data) else (None, None)
+        if memory is not None:
+            out.append(memory)
+    return out
 
 
 def neighbours(vault: Vault, memory: Memory, mentioning: list[Memory] | None = None) -> list[Neighbour]:
@@ -181,10 +185,10 @@ def neighbours(vault: Vault, memory: Memory, mentioning: list[Memory] | None = N
                           ("superseded_by", [g("superseded_by")] if g("superseded_by") else [])):
         out += [(str(i), "out", relation) for i in ids]
     seen = {(i, d) for i, d, _r in out}
-    for other in mentions(vault, memory.id) if mentioning is None else mentioning:
-        if (other.id, "in") not in seen:
-            seen.add((other.id, "in"))
-            out.append((other.id, "in", "mentions"))
+    for citer in mentions(vault, memory.id) if mentioning is None else mentioning:
+        if (citer.id, "in") not in seen:
+            seen.add((citer.id, "in"))
+            out.append((citer.id, "in", "mentions"))
     found = []
     for other, direction, relation in out:
         rows = catalog.query(id=other)

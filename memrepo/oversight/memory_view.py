@@ -12,6 +12,7 @@ from typing import Any
 from memrepo.errors import MemrepoError, NotFound
 from memrepo.lifecycle.graph_view import Neighbour, mentions, neighbours
 from memrepo.model import Memory
+from memrepo.oversight.main_files import main_files
 from memrepo.review import provenance
 from memrepo.review.timeline import TimelineEntry, timeline
 from memrepo.store.vault import Vault
@@ -55,7 +56,7 @@ def _view(vault: Vault, memory: Memory, scope: str) -> MemoryView:
         note = str(e)
     history = tuple(timeline(vault, memory.id))
     active = memory.meta.get("status") == "active"
-    mentioning = mentions(vault, memory.id)   # one search of main serves the citations and the neighbours
+    mentioning = mentions(vault, memory.id, main_files(vault))   # one search serves the citations and the neighbours
     return MemoryView(memory, scope, why, note, history, tuple(citations.cited_by(vault, memory.id, mentioning=mentioning)),
                       tuple(memory.meta.get("cites", ())), tuple(neighbours(vault, memory, mentioning)),
                       active and why is not None)

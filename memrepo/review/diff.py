@@ -98,7 +98,8 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldC
         if a == b:
             continue
         change = "added" if name not in old else "removed" if name not in new else "changed"
-        added = removed = ()
+        added: tuple[str, ...] = ()
+        removed: tuple[str, ...] = ()
         if isinstance(a, list | tuple) or isinstance(b, list | tuple):
             before, after = [str(v) for v in a or ()], [str(v) for v in b or ()]
             added = tuple(v for v in after if v not in before)

@@ -74,7 +74,8 @@ def versions_of(vault: Vault, memory: Memory) -> set[str]:
     """The memory, the versions it supersedes and that supersede it, and every memory that
     held its fact key on main."""
     catalog = vault.catalog()
-    found, todo = set(), [memory.id]
+    found: set[str] = set()
+    todo = [memory.id]
     while todo and len(found) < _CHAIN_LIMIT:
         current = todo.pop()
         if current in found:
