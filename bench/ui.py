@@ -16,7 +16,9 @@ server's time for the whole request: opening the vault, the api calls, rendering
   (target: the page within 30 ms of the search it shows).
 
 Keyword search (MEMREPO_SEMANTIC=0) unless ``--semantic``: the comparison is page vs api either way.
-After ``--warmups`` untimed requests per page, ``--runs`` timed ones; prints median and p95 (ms).
+After ``--warmups`` untimed requests per page, ``--runs`` timed ones; prints median and p95 (ms) of
+the wall time and of the CPU time (this process's threads plus the git processes it waited for:
+the figure that does not grow with other work on a shared machine).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -68,19 +71,34 @@ def machine() -> dict[str, str]:
             "loadavg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "memrepo_commit": commit}
 
 
-def timed_get(client, path: str) -> float:
-    start = time.perf_counter()
+def cpu_ms() -> float:
+    """CPU time of this process (all threads) and of the git processes it waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime) * 1000
+
+
+def timed_get(client, path: str) -> tuple[float, float]:
+    """(wall, CPU) milliseconds of one request."""
+    start, cpu = time.perf_counter(), cpu_ms()
     response = client.get(path)
-    elapsed = (time.perf_counter() - start) * 1000
+    elapsed, used = (time.perf_counter() - start) * 1000, cpu_ms() - cpu
     if response.status_code != 200:
         raise SystemExit(f"bench: GET {path} answered {response.status_code}: {response.text[:300]}")
-    return elapsed
+    return elapsed, used
 
 
-def summary(samples: list[float]) -> dict[str, float]:
-    xs = sorted(samples)
-    return {"median_ms": round(statistics.median(xs), 1), "p95_ms": round(xs[max(int(len(xs) * 0.95) - 1, 0)], 1),
-            "runs": len(xs)}
+def timed_call(fn) -> tuple[float, float]:
+    start, cpu = time.perf_counter(), cpu_ms()
+    fn()
+    return (time.perf_counter() - start) * 1000, cpu_ms() - cpu
+
+
+def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
+    def q(xs: list[float]) -> tuple[float, float]:
+        xs = sorted(xs)
+        return round(statistics.median(xs), 1), round(xs[max(int(len(xs) * 0.95) - 1, 0)], 1)
+    (wall, wall95), (cpu, cpu95) = q([w for w, _ in samples]), q([c for _, c in samples])
+    return {"median_ms": wall, "p95_ms": wall95, "cpu_median_ms": cpu, "cpu_p95_ms": cpu95, "runs": len(samples)}
 
 
 def client_for(root: Path):
@@ -157,11 +175,7 @@ def main() -> None:
     with api.Vault.find(explicit=large) as vault:
         for q in QUERIES[:args.warmups]:
             api.search(vault, q, limit=50)
-        direct = []
-        for q in queries:
-            start = time.perf_counter()
-            api.search(vault, q, limit=50)
-            direct.append((time.perf_counter() - start) * 1000)
+        direct = [timed_call(lambda q=q: api.search(vault, q, limit=50)) for q in queries]
     for q in QUERIES[:args.warmups]:
         timed_get(client, f"/memories?q={q}")
     page = [timed_get(client, f"/memories?q={q}") for q in queries]
@@ -171,7 +185,9 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     for key in ("inbox", "memory_page", "memories_list", "api_search", "search_page"):
-        print(f"{key:14} median {result[key]['median_ms']:7.1f} ms   p95 {result[key]['p95_ms']:7.1f} ms")
+        r = result[key]
+        print(f"{key:14} median {r['median_ms']:7.1f} ms   p95 {r['p95_ms']:7.1f} ms   "
+              f"CPU median {r['cpu_median_ms']:7.1f} ms   p95 {r['cpu_p95_ms']:7.1f} ms")
     print(f"search page over api.search: {result['search_page_over_api_ms']} ms (median)")
     print(f"build {result['build_seconds']} s; load average at start {result['machine']['loadavg_at_start']}; -> {args.out}")
 
