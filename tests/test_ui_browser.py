@@ -271,7 +271,8 @@ def test_a_high_risk_proposal_shows_its_field_diff_and_approving_it_merges_with_
 def test_reject_another_with_a_reason(world, browser, shots):
     server, pid = world["server"], world["ids"]["rule0"]
     signed_in(browser, server)
-    browser.get(f"{server.base}/proposal/{pid}")
+    browser.get(f"{server.base}/memory/mem_rule0")                   # pending: its page is the proposal's
+    assert browser.current_url == f"{server.base}/proposal/{pid}"
     css(browser, "#reject-reason").send_keys("周末也可以部署 (weekends are fine)")
     submit(browser, "#reject")
     assert css(browser, "#outcomes .ok") and css(browser, "#status").text == "rejected"

@@ -184,10 +184,23 @@ class Window:
         mid = request.path_params["mid"]
         agent = request.query_params.get("agent") or None
         with self.vault() as vault:
-            view = api.memory_view(vault, mid, agent=agent)
+            try:
+                view = api.memory_view(vault, mid, agent=agent)
+            except NotFound:
+                pending = self._carrying(vault, mid)   # not on main yet: show the proposal that carries it
+                if pending is None:
+                    raise
+                return self.redirect(f"/proposal/{pending}")
         done = self.results.get(request.query_params.get("done", ""))
         return self.html(request, "memory.html", view=view, body=render.markdown(view.memory.body), done=done,
                          agent=agent or "")
+
+    @staticmethod
+    def _carrying(vault, memory_id: str) -> str | None:
+        try:
+            return api.get_proposal(vault, memory_id).id
+        except MemrepoError:
+            return None
 
     async def rollback(self, request):
         form, refused = await self.posted(request)
