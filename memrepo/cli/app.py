@@ -841,7 +841,7 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
         from memrepo import api
         with _vault() as vault:
             url = api.compare_url(vault, result.proposal)
-    _out({**result.as_dict(), "compare_url": url}, as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else "")
+    _out({**result.as_dict(), **({"compare_url": url} if result.proposal else {})}, as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else "")
          + (f"\n  pull request, once pushed ('memrepo proposals push {result.proposal}'): {url}" if url else ""))
 
 

@@ -23,6 +23,11 @@ EDGE_STYLES = {"link": ("#8a8f98", ""), "wikilink": ("#8a8f98", "5 3"), "superse
 LABEL_CHARS = 16
 
 
+def graph_legend() -> dict[str, dict]:
+    """The colours and strokes :func:`graph_svg` draws with, for a legend beside the picture."""
+    return {"layers": {k: v for k, v in LAYER_COLOURS.items() if k}, "edges": {k: v for k, v in EDGE_STYLES.items() if k != "subject"}}
+
+
 def graph_svg(view: GraphView, *, href: str | None = None) -> str:
     """The view as a standalone SVG document; with ``href``, each memory links to
     ``href + id`` (``/memory/`` for the UI's memory pages)."""

@@ -233,7 +233,7 @@ class Window:
                 view, svg = self.graphs[key]
         from markupsafe import Markup
         return self.html(request, "graph.html", view=view, svg=Markup(svg) if svg else None, memory_id=memory_id or "",
-                         subject=subject or "", limit=limit, layer_colours=api.LAYER_COLOURS, edge_styles=api.EDGE_STYLES)
+                         subject=subject or "", limit=limit, legend=api.graph_legend())
 
     def distill(self, request):
         explain = request.query_params.get("explain") == "1"
