@@ -945,7 +945,7 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
            target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
            as_json: bool = JsonOpt):
     """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
-    from memrepo.agents import openclaw
+    from memrepo.agents import openclaw_export as openclaw
     from memrepo.errors import UsageError
     from memrepo.model import check_choice
     check_choice("to", to, openclaw.EXPORT_FORMATS)
@@ -964,7 +964,8 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
     with _vault() as vault:
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
-         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else "")
+         + (f"; the files it replaced are kept in {result.backup}" if result.backup else ""))
 
 
 # ---- daemon: the background server that answers search, recall, context and add warm
