@@ -780,6 +780,8 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
     for p in result.skipped:
         typer.echo(f"skipped {p}", err=True)
+    if result.notice:
+        typer.echo(f"notice: {result.notice}", err=True)
     if result.silent:
         return
     if result.reason == "cycle already flushed":
