@@ -41,7 +41,7 @@ _OWNERS = {
     "build_graph": "memrepo.lifecycle.decay_run",
     "nightly": "memrepo.lifecycle.nightly",
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
-    "recall": "memrepo.agents.recall", "context": "memrepo.agents.context",
+    "recall": "memrepo.agents.recall", "recall_within": "memrepo.agents.recall", "context": "memrepo.agents.context",
     "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
     "import_openclaw": "memrepo.agents.openclaw", "export_openclaw": "memrepo.agents.openclaw_export",
     "export_jsonl": "memrepo.agents.openclaw_export",

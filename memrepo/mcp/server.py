@@ -75,13 +75,10 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     def memory_recall(text: str, budget: int = 4000, session: str | None = None,
                       subject: str | None = None) -> CallToolResult:
         """Recall the memories relevant to the user's latest message (or a transcript) as one block to read,
-        best first, within `budget` characters. Call it before answering anything that may depend on earlier
+        best first; the whole result fits in `budget` characters. Call it before answering anything that may depend on earlier
         work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
-        def run():
-            r = state.read(lambda also: api.recall(vault, text, budget=budget, session=session, subject=subject,
-                                                   also=also))
-            return {"block": r.text, **r.as_dict()}
-        return _result(run)
+        return _result(lambda: state.read(lambda also: api.recall_within(
+            vault, text, budget=budget, session=session, subject=subject, also=also)))
 
     @server.tool()
     def memory_search(query: str, limit: int = 10, subject: str | None = None, layer: str | None = None,
