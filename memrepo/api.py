@@ -45,6 +45,8 @@ _OWNERS = {
     "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
     "import_openclaw": "memrepo.agents.openclaw", "export_openclaw": "memrepo.agents.openclaw_export",
     "export_jsonl": "memrepo.agents.openclaw_export",
+    "MemoryTool": "memrepo.agents.memory_tool", "run_memory_command": "memrepo.agents.memory_tool",
+    "MemrepoMemoryTool": "memrepo.agents.claude_memory", "AsyncMemrepoMemoryTool": "memrepo.agents.claude_memory",
     "prune": "memrepo.agents.prune", "save_evidence": "memrepo.agents.evidence", "get_evidence": "memrepo.agents.evidence",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
