@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, TextContent
 
 from memrepo import api
 from memrepo.errors import MemrepoError
+from memrepo.mcp import memory_verbs
 
 INSTRUCTIONS = """memrepo is your long-term memory: a git repository of short markdown memories that people review.
 - At the start of a task read the `memrepo://context` resource (identity, principles, constraints, preferences).
@@ -32,6 +33,8 @@ def _result(call: Callable[[], Any]) -> CallToolResult:
         data = call()
     except MemrepoError as e:
         return CallToolResult(content=[TextContent(type="text", text=str(e))], isError=True)
+    if isinstance(data, str):  # the memory verbs answer in the memory tool's own words
+        return CallToolResult(content=[TextContent(type="text", text=data)])
     structured = data if isinstance(data, dict) else {"result": data}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
                           structuredContent=structured)
@@ -163,6 +166,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         except MemrepoError as e:
             return f"memrepo: {e}"
 
+    memory_verbs.register(server, state, _result)
     server._memrepo_state = state  # type: ignore[attr-defined]  # for closing and tests
     return server
 
