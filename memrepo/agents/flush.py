@@ -150,7 +150,7 @@ def _from_markdown(text: str) -> list[Entry]:
         for line in chunk.splitlines():
             heading = _HEADING_RE.match(line)
             if heading:
-                current = _section_of(heading.group(1))
+                current = section_of(heading.group(1))
                 if current is not None:
                     sections.setdefault(current, [])
                     continue
@@ -168,7 +168,7 @@ def _from_markdown(text: str) -> list[Entry]:
     return entries
 
 
-def _section_of(title: str) -> str | None:
+def section_of(title: str) -> str | None:
     """``What``, ``What（事实）``, ``事实``, ``Decision (决策)`` ... -> the section name."""
     word = re.split(r"[\s(（:：]", title.strip(), maxsplit=1)[0].lower()
     return _HEADING_WORDS.get(word) or _HEADING_WORDS.get(title.strip().lower())

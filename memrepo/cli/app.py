@@ -127,7 +127,8 @@ EXAMPLES: dict[str, str] = {
     "hooks install": "memrepo hooks install",
     "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
     "context": "memrepo context --subject project-alpha --budget 4000",
-    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
+    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh\n"
+             "memrepo flush --hook < post-compact-payload.json",
     "prune": "memrepo prune transcript.json > pruned.json\nmemrepo prune - --keep-last-assistants 5 < transcript.json",
     "evidence": "memrepo evidence evidence:3fa9c1d2e4b5",
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
@@ -761,10 +762,15 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
           skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
           show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
           lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          hook: bool = typer.Option(False, "--hook", help="Read a Claude Code hook's payload on stdin: file the compaction "
+                                                       "summary (PostCompact), or with --prompt print the compaction instructions (SessionStart)."),
           as_json: bool = JsonOpt):
     """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
     from memrepo.agents import flush as svc
     from memrepo.errors import UsageError
+    if hook:
+        from memrepo.cli import claude
+        return claude.flush_hook(show_prompt, lang, as_json)
     if show_prompt:
         from memrepo.errors import VaultNotFound
         try:
@@ -889,7 +895,7 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
 
 
 @app.command()
-def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON, or Claude Code's transcript .jsonl ('-' for stdin)."),
           keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
           soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
           head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
@@ -898,19 +904,14 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           as_json: bool = JsonOpt):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
     from memrepo.agents import prune as svc
-    from memrepo.errors import UsageError
     text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
     options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
     with _vault() as vault:
-        result = svc.prune(vault, data, options)
+        result = svc.prune_text(vault, text, options, where=str(transcript))
     if as_json:
         _out({"transcript": result.transcript, **result.report()}, True)
         return
-    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(result.text(), nl=not result.jsonl)
     typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
                f"cleared {len(result.cleared)} tool results"
                + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
