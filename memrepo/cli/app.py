@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from memrepo.cli import commands
+from memrepo.cli import claude, commands
 from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
@@ -137,6 +137,10 @@ EXAMPLES: dict[str, str] = {
     "daemon start": "memrepo daemon start --json",
     "daemon stop": "memrepo daemon stop",
     "daemon status": "memrepo daemon status --json",
+    "install": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user",
+    "install claude-code": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user --json",
+    "uninstall": "memrepo uninstall claude-code",
+    "uninstall claude-code": "memrepo uninstall claude-code\nmemrepo uninstall claude-code --user",
 }
 # Commands without --json, and why (a test requires --json of every other command).
 NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
@@ -178,6 +182,7 @@ app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
 app.add_typer(hook_app, name="hook", hidden=True)
+claude.register(app)
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
@@ -769,7 +774,6 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     from memrepo.agents import flush as svc
     from memrepo.errors import UsageError
     if hook:
-        from memrepo.cli import claude
         return claude.flush_hook(show_prompt, lang, as_json)
     if show_prompt:
         from memrepo.errors import VaultNotFound

@@ -4,6 +4,8 @@ and ``uninstall claude-code``. The work is the library's (:mod:`memrepo.agents.c
 """
 from __future__ import annotations
 
+import os
+
 import typer
 
 from memrepo.cli import commands
@@ -33,3 +35,58 @@ def flush_hook(show_prompt: bool, lang: str, as_json: bool) -> None:
         raise typer.Exit(1) from None
     if as_json and not result.silent:
         commands.out(result.as_dict(), True)
+
+
+install_app = typer.Typer(help="Install memrepo into an agent runtime (claude-code).", rich_markup_mode=None,
+                          no_args_is_help=True)
+uninstall_app = typer.Typer(help="Take memrepo out of an agent runtime (claude-code).", rich_markup_mode=None,
+                            no_args_is_help=True)
+ScopeOpt = typer.Option(True, "--project/--user", help="Write the project's .claude/settings.json and .mcp.json "
+                                                       "(default), or your user's ~/.claude/settings.json and ~/.claude.json.")
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
+
+
+def program() -> list[str]:
+    """The absolute command that runs this memrepo: its console script beside the Python running
+    it, else that Python with ``-m memrepo``."""
+    import sys
+    from pathlib import Path
+    script = Path(sys.executable).with_name("memrepo")
+    return [str(script.absolute())] if script.is_file() and os.access(script, os.X_OK) \
+        else [str(Path(sys.executable).absolute()), "-m", "memrepo"]
+
+
+def _report(change, as_json: bool, verb: str) -> None:
+    if as_json:
+        commands.out(change.as_dict(), True)
+        return
+    what = ", ".join(change.hooks) or "no hooks"
+    lines = [f"{verb} for Claude Code ({change.scope}): hooks {what}; MCP server "
+             f"{'memrepo' if change.server else 'none'}"]
+    lines += [f"  wrote {path}" for path in change.changed] or ["  nothing to change"]
+    commands.echo("\n".join(lines))
+
+
+@install_app.command("claude-code")
+def install_claude_code(project: bool = ScopeOpt, as_json: bool = JsonOpt):
+    """Write memrepo's hooks (SessionStart, UserPromptSubmit, PostCompact) and MCP server into
+    Claude Code's settings, merged with what is there; running it again changes nothing."""
+    from memrepo.agents import claude_code
+    with commands.vault() as vault:
+        root = vault.root
+    change = claude_code.install(program=program(), vault=root, scope="project" if project else "user")
+    _report(change, as_json, "installed")
+
+
+@uninstall_app.command("claude-code")
+def uninstall_claude_code(project: bool = ScopeOpt, as_json: bool = JsonOpt):
+    """Take out exactly the hooks and the MCP server 'memrepo install claude-code' put in."""
+    from memrepo.agents import claude_code
+    change = claude_code.uninstall(scope="project" if project else "user")
+    _report(change, as_json, "removed")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``install`` and ``uninstall`` to the command line."""
+    app.add_typer(install_app, name="install")
+    app.add_typer(uninstall_app, name="uninstall")
