@@ -104,7 +104,8 @@ EXAMPLES: dict[str, str] = {
     "list": "memrepo list --layer L2 --status active\nmemrepo list --subject user --json",
     "log": "memrepo log mem_20261201_7k3p9x",
     "validate": "memrepo validate\nmemrepo validate memories/L2 --json",
-    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose",
+    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose\n"
+              "memrepo import --from claude-code ~/code/project\nmemrepo import --from mcp-memory memory.jsonl",
     "proposals": "memrepo proposals\nmemrepo proposals --all --json",
     "proposals push": "memrepo proposals push prop_20261201_ab12cd --remote origin",
     "review": "memrepo review prop_20261201_ab12cd",
@@ -341,21 +342,29 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
 
 
 @app.command("import")
-def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, front-matter fields plus 'body'."),
+def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object per line, front-matter fields plus 'body' "
+                                                            "(with --from: the workspace, project folder or file)."),
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
-            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/); "
+                                                "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
+                                                "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
     and the semantic vectors up to date (progress bars on a terminal)."""
+    from memrepo.errors import UsageError
     from memrepo.review import writes as memories
+    if from_ in ("claude-code", "mcp-memory"):
+        return claude.import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index,
+                                  as_json=as_json, catch_up=_catch_up)
+    if file is None:
+        raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
         from memrepo.agents import openclaw
-        from memrepo.errors import UsageError
         if from_ != "openclaw":
-            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+            raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with _vault() as vault:
             found = openclaw.import_openclaw(vault, file, author=author)
             ready = _catch_up(vault) if found.commit and not no_index else {}

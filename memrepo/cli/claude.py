@@ -90,3 +90,23 @@ def register(app: typer.Typer) -> None:
     """Add ``install`` and ``uninstall`` to the command line."""
     app.add_typer(install_app, name="install")
     app.add_typer(uninstall_app, name="uninstall")
+
+
+def import_from(source: str, path, *, author, skip_invalid: bool, no_index: bool, as_json: bool, catch_up) -> None:
+    """``import --from claude-code [DIR]`` and ``import --from mcp-memory FILE``."""
+    from memrepo.agents import claude_imports
+    from memrepo.errors import UsageError
+    if source == "mcp-memory" and path is None:
+        raise UsageError("give the knowledge graph file: memrepo import --from mcp-memory memory.jsonl")
+    with commands.vault() as vault:
+        if source == "claude-code":
+            result = claude_imports.import_claude_code(vault, path, author=author, skip_invalid=skip_invalid)
+        else:
+            result = claude_imports.import_mcp_memory(vault, path, author=author, skip_invalid=skip_invalid)
+        ready = catch_up(vault) if result.commit and not no_index else {}
+    for p in result.skipped:
+        commands.echo(f"skipped {p}", err=True)
+    commands.out({**result.as_dict(), **ready}, as_json,
+                 f"imported {len(result.imported)} new and {len(result.updated)} updated memories from {source} "
+                 f"({result.unchanged} already imported)" + (f" -> commit {result.commit[:12]}" if result.commit else ""))
+    raise typer.Exit(130 if ready.get("interrupted") else 0)
