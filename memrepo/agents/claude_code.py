@@ -196,7 +196,7 @@ def install(*, program: list[str], vault: Path, scope: str = "project", project:
     vault = Path(vault).resolve()
     base = [*program, "--vault", str(vault)]
     settings, state = _read(where.settings), _read(where.mcp)
-    servers = state.get("mcpServers") if isinstance(state.get("mcpServers"), dict) else {}
+    servers: dict[str, Any] = state["mcpServers"] if isinstance(state.get("mcpServers"), dict) else {}
     _check_scope_is_free(where, servers)
     new_settings = _without_ours(settings)
     hooks = dict(new_settings.get("hooks") or {})
@@ -221,7 +221,7 @@ def uninstall(*, scope: str = "project", project: Path | None = None) -> Change:
     new_settings = _without_ours(settings)
     removed = tuple(e for e in HOOKS if e in (settings.get("hooks") or {}) and
                     _without_ours({"hooks": {e: settings["hooks"][e]}}) != {"hooks": {e: settings["hooks"][e]}})
-    servers = state.get("mcpServers") if isinstance(state.get("mcpServers"), dict) else {}
+    servers: dict[str, Any] = state["mcpServers"] if isinstance(state.get("mcpServers"), dict) else {}
     ours = _server_is_ours(servers.get(SERVER))
     new_state = dict(state)
     if ours:

@@ -52,7 +52,7 @@ def checkpoint_section(summary: str) -> str:
                       if (h := _HEADING.match(line)) and flushing.section_of(h.group(1))), None)
     if start is None:
         return ""
-    kept = []
+    kept: list[str] = []
     for line in lines[start:]:
         heading = _HEADING.match(line)
         if heading and not flushing.section_of(heading.group(1)) and kept:

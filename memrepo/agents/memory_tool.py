@@ -467,7 +467,7 @@ class MemoryTool:
         from memrepo.review import proposals
         from memrepo.store.checks import Row
         by_id = {m.id: m for m in before}
-        high, reasons = False, []
+        high, reasons = False, list[str]()
         routed = []
         for m in after:
             is_high, reason = self._decide(m, by_id.get(m.id))

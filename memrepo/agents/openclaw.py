@@ -69,7 +69,8 @@ def _comments(text: str) -> tuple[str, dict[str, str]]:
 def entries(text: str, file: str) -> Iterator[Entry]:
     """Entries of one markdown file: each bullet (with its continuation lines) is one entry;
     a heading's text that is not bullets is one entry too."""
-    section, loose, bullet = "", [], None
+    section, bullet = "", None
+    loose: list[str] = []
     position = 0
 
     def flush_bullet():
@@ -289,7 +290,7 @@ def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
     root = Path(workspace).expanduser()
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory; give an OpenClaw workspace (it holds MEMORY.md and memory/)")
-    out = []
+    out: list[tuple[dict[str, Any], str]] = []
     names = {p.name for p in root.iterdir()}
     curated = "MEMORY.md" if "MEMORY.md" in names else "memory.md" if "memory.md" in names else None
     if curated:
