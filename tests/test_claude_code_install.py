@@ -145,7 +145,7 @@ def test_the_plugin_folder_says_what_install_writes():
 
 
 def test_the_library_never_needs_the_cli(tmp_path, vault):
-    change = claude_code.install(program=[sys.executable, "-m", "memrepo"], vault=vault.root, project=tmp_path)
+    change = api.install_claude_code(program=[sys.executable, "-m", "memrepo"], vault=vault.root, project=tmp_path)
     assert Path(change.settings).is_file() and Path(change.mcp).is_file()
-    assert claude_code.uninstall(project=tmp_path).server is True
+    assert api.uninstall_claude_code(project=tmp_path).server is True
     assert not Path(change.settings).exists() and not Path(change.mcp).exists()

@@ -189,7 +189,7 @@ def _check_scope_is_free(targets_: Targets, servers: dict[str, Any]) -> None:
                        "remove it, then install again (nothing was changed)")
 
 
-def install(*, program: list[str], vault: Path, scope: str = "project", project: Path | None = None) -> Change:
+def install_claude_code(*, program: list[str], vault: Path, scope: str = "project", project: Path | None = None) -> Change:
     """Write memrepo's hooks and MCP server for Claude Code; ``program`` is the argv that runs
     this memrepo (absolute), ``vault`` the vault the hooks and the server use."""
     where = targets(scope, project)
@@ -214,8 +214,8 @@ def install(*, program: list[str], vault: Path, scope: str = "project", project:
     return Change(scope, str(where.settings), str(where.mcp), tuple(HOOKS), True, tuple(changed))
 
 
-def uninstall(*, scope: str = "project", project: Path | None = None) -> Change:
-    """Take out exactly what :func:`install` put in: memrepo's hook handlers and its MCP server."""
+def uninstall_claude_code(*, scope: str = "project", project: Path | None = None) -> Change:
+    """Take out exactly what :func:`install_claude_code` put in: memrepo's hook handlers and its MCP server."""
     where = targets(scope, project)
     settings, state = _read(where.settings), _read(where.mcp)
     new_settings = _without_ours(settings)

@@ -4,7 +4,7 @@ the summary it writes is filed as the session's L1 checkpoint through ``flush``.
 Claude Code's hooks reference (v2.1.239) gives a PreCompact hook no way to add instructions to
 the compaction (its stdout goes to the debug log; it can only block), while the compactor reads
 the conversation's context, where a SessionStart hook's stdout lands. So the template reaches
-the compactor through :func:`instructions`, printed at session start (``flush --prompt
+the compactor through :func:`compaction_instructions`, printed at session start (``flush --prompt
 --hook``), and after compaction :func:`file_summary` takes the summary from the PostCompact
 payload's ``compact_summary`` (or, at SessionStart with source ``compact``, from the
 transcript's last ``isCompactSummary`` line) and files its ``memrepo checkpoint`` section.
@@ -28,7 +28,7 @@ _HEADING = re.compile(r"^\s*#{1,6}\s*(.+?)\s*$")
 _GIST_CHARS = 600
 
 
-def instructions(lang: str = "en", vault: Vault | None = None) -> str:
+def compaction_instructions(lang: str = "en", vault: Vault | None = None) -> str:
     """What the compactor is asked to add to its summary (the vault's own copy when it has one)."""
     check_choice("lang", lang, flushing.PROMPT_LANGS)
     name = f"prompts/compact.{lang}.md"
@@ -95,7 +95,7 @@ def _pointer_entry(vault: Vault, summary: str) -> str:
             f"## Evidence\n{saved.pointer}\n")
 
 
-def file_from_hook(vault: Vault, payload: dict[str, Any], *, author: str | None = None) -> flushing.FlushResult:
+def file_compaction(vault: Vault, payload: dict[str, Any], *, author: str | None = None) -> flushing.FlushResult:
     """:func:`file_summary` for what a Claude Code hook sent (PostCompact, or SessionStart after
     a compaction); any other payload files nothing."""
     return file_summary(vault, summary_of(payload), session=payload.get("session_id"), author=author)

@@ -16,20 +16,19 @@ def flush_hook(show_prompt: bool, lang: str, as_json: bool) -> None:
     SessionStart hook) print the compaction instructions, which Claude Code adds to the context
     the compactor reads; without it (PostCompact) file the compaction summary. Silent when there
     is nothing to do; a failure is one line on stderr and exit 1 (never 2, which would block)."""
-    from memrepo.agents import compaction
-    from memrepo.agents.transcript import hook_payload
+    from memrepo import api
     from memrepo.errors import MemrepoError, VaultNotFound
     try:
-        payload = hook_payload(commands.stdin_text())
+        payload = api.hook_payload(commands.stdin_text())
         if show_prompt:
             try:
                 vault = commands.vault()
             except VaultNotFound:
                 vault = None
-            commands.echo(compaction.instructions(lang, vault), nl=False)
+            commands.echo(api.compaction_instructions(lang, vault), nl=False)
             return
         with commands.vault() as vault:
-            result = compaction.file_from_hook(vault, payload, author=commands.state.agent)
+            result = api.file_compaction(vault, payload, author=commands.state.agent)
     except MemrepoError as e:
         commands.echo(f"memrepo: {' '.join(str(e).split())}", err=True)
         raise typer.Exit(1) from None
@@ -71,18 +70,18 @@ def _report(change, as_json: bool, verb: str) -> None:
 def install_claude_code(project: bool = ScopeOpt, as_json: bool = JsonOpt):
     """Write memrepo's hooks (SessionStart, UserPromptSubmit, PostCompact) and MCP server into
     Claude Code's settings, merged with what is there; running it again changes nothing."""
-    from memrepo.agents import claude_code
+    from memrepo import api
     with commands.vault() as vault:
         root = vault.root
-    change = claude_code.install(program=program(), vault=root, scope="project" if project else "user")
+    change = api.install_claude_code(program=program(), vault=root, scope="project" if project else "user")
     _report(change, as_json, "installed")
 
 
 @uninstall_app.command("claude-code")
 def uninstall_claude_code(project: bool = ScopeOpt, as_json: bool = JsonOpt):
     """Take out exactly the hooks and the MCP server 'memrepo install claude-code' put in."""
-    from memrepo.agents import claude_code
-    change = claude_code.uninstall(scope="project" if project else "user")
+    from memrepo import api
+    change = api.uninstall_claude_code(scope="project" if project else "user")
     _report(change, as_json, "removed")
 
 
@@ -94,15 +93,15 @@ def register(app: typer.Typer) -> None:
 
 def import_from(source: str, path, *, author, skip_invalid: bool, no_index: bool, as_json: bool, catch_up) -> None:
     """``import --from claude-code [DIR]`` and ``import --from mcp-memory FILE``."""
-    from memrepo.agents import claude_imports
+    from memrepo import api
     from memrepo.errors import UsageError
     if source == "mcp-memory" and path is None:
         raise UsageError("give the knowledge graph file: memrepo import --from mcp-memory memory.jsonl")
     with commands.vault() as vault:
         if source == "claude-code":
-            result = claude_imports.import_claude_code(vault, path, author=author, skip_invalid=skip_invalid)
+            result = api.import_claude_code(vault, path, author=author, skip_invalid=skip_invalid)
         else:
-            result = claude_imports.import_mcp_memory(vault, path, author=author, skip_invalid=skip_invalid)
+            result = api.import_mcp_memory(vault, path, author=author, skip_invalid=skip_invalid)
         ready = catch_up(vault) if result.commit and not no_index else {}
     for p in result.skipped:
         commands.echo(f"skipped {p}", err=True)
