@@ -118,7 +118,7 @@ def place(path: Any) -> Place:
     parts = rel.split("/") if rel else []
     if any(p in ("", ".", "..") for p in parts) or "\\" in rel or _ENCODED_DOTS.search(rel):
         raise UsageError(f"Path {path} would escape /memories directory")
-    bad = next((c for c in rel if not c.isprintable() or c in "\x00"), None)
+    bad = next((c for c in rel if not c.isprintable()), None)
     if bad is not None:
         raise UsageError(f"Path {path} holds the character {bad!r}; use printable characters in memory paths")
     if len(rel) > MAX_PATH or any(len(p) > MAX_PART for p in parts):
@@ -142,11 +142,12 @@ class File:
 
 
 def text_of(memory: Memory) -> str:
-    """What the model wrote: the body with its recorded final newlines."""
+    """What the model wrote: the body with its recorded final newlines (one when none is recorded)."""
     newlines = memory.meta.get(NEWLINES_FIELD, 1)
+    if not isinstance(newlines, int) or isinstance(newlines, bool) or newlines < 0:
+        newlines = 1
     body = memory.body.rstrip("\n")
-    return body + "\n" * (newlines if isinstance(newlines, int) and not isinstance(newlines, bool) else 1) \
-        if body or newlines else ""
+    return body + "\n" * newlines if body or newlines else ""
 
 
 def body_fields(text: str) -> tuple[str, dict[str, Any]]:
