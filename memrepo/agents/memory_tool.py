@@ -160,7 +160,7 @@ def files(vault: Vault) -> dict[str, File]:
     """Every memory-tool file active on main, by its path below /memories."""
     from memrepo.store import git
     from memrepo.store.checks import check_bytes
-    rows = [r for r in vault.list(status="active") if str(r.get("fact") or "").startswith(FACT_PREFIX)]
+    rows = vault.catalog().active_with_fact_prefix(FACT_PREFIX)
     if not rows:
         return {}
     entries = {e.path: e.sha for e in git.ls_tree(vault.root, vault.main_ref, [r["path"] for r in rows])}
