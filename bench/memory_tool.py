@@ -57,7 +57,8 @@ def measure(vault, runs: int) -> dict[str, dict[str, float]]:
         "view a file": lambda n: {"command": "view", "path": f"/memories/notes/topic-{n % 50:03d}.md"},
         "create": lambda n: {"command": "create", "path": f"/memories/bench/new-{n}.md", "file_text": f"note {n}\n"},
         "str_replace": lambda n: {"command": "str_replace", "path": "/memories/notes/topic-000.md",
-                                  "old_str": f"line {n}\n" if n else "line 0\n", "new_str": f"line {n + 1}\n"},
+                                  "old_str": ("# Topic 0\n", "# Topic zero\n")[n % 2],
+                                  "new_str": ("# Topic zero\n", "# Topic 0\n")[n % 2]},
     }
     out: dict[str, dict[str, float]] = {}
     for how, call in (("SDK class (vault opened per call)", sdk.call), ("MemoryTool, vault kept open", kept.run)):
