@@ -259,6 +259,9 @@ def report_folds(kit, name: str, queries: list[dict], results: list[list[str]], 
 def report_choice(kit, name: str, queries: list[dict], runs: dict[str, list[list[str]]], title: str) -> dict:
     """The nested choice of ``--choose``: per held-out fold the value chosen on the others."""
     ks = [int(k) for k in SETS[name][1].split(",")]
+    for label, results in runs.items():   # orientation only: these means saw every fold
+        mean = folds.mean_table(folds.fold_tables(kit, name, queries, results, ks))
+        print(f"  {label}: fold mean over all folds {folds.summary_line(name, mean).split(': ', 1)[1]}")
     chosen = folds.choose(kit, name, queries, runs, ks)
     tables = {fold: c["table"] for fold, c in chosen.items()}
     labels = {fold: c["chosen"] + ("" if c["admissible"] else f" (chosen on {c['train_n']} < "
