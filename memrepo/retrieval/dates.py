@@ -86,6 +86,9 @@ _RELATIVE = [(kind, re.compile(rx, re.IGNORECASE)) for kind, rx in (
     ("next_month", r"\bnext month\b|下个月"),
 )]
 
+# one pass that tells a text holding no date expression at all (most memories) from the rest
+_ANY_RE = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in (*_ABSOLUTE, *_RELATIVE)), re.IGNORECASE)
+
 _WHEN_RE = re.compile(
     r"^\s*when\b|\b(?:what|which)\s+(?:date|day|month|year|time|week|weekend)\b|\bhow long ago\b"
     r"|什么时候|哪天|哪一天|几月|哪个月|何时|哪年|哪一年|几号", re.IGNORECASE)
@@ -141,6 +144,8 @@ def event_spans(text: str, observed: date) -> tuple[Span, ...]:
 
 @lru_cache(maxsize=65536)
 def _event_spans(text: str, observed: date) -> tuple[Span, ...]:
+    if _ANY_RE.search(text) is None:
+        return ()
     out: list[Span] = []
     rest = text
     for kind, rx in _ABSOLUTE:
