@@ -138,17 +138,17 @@ def parse(path: str, data: bytes) -> tuple[list[RecallCheck], list[Problem]]:
         text = data.decode("utf-8")
         loaded, lines = document.load_yaml(text.removeprefix("\ufeff"), path)
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        return [], [Problem(path, f"line {line}", "not UTF-8; re-save the file as UTF-8")]
+        bad_line = data[:e.start].count(b"\n") + 1
+        return [], [Problem(path, f"line {bad_line}", "not UTF-8; re-save the file as UTF-8")]
     except document.DocumentError as e:
         return [], [e.problem]
     if loaded is None:
         return [], []
     problems, bad = [], set()
     for where, message in schema.check_against(SCHEMA_FILE, loaded):
-        line = _line_of(lines, where)
+        at = _line_of(lines, where)
         field = ".".join(str(w) for w in where[2:]) or ("check" if len(where) == 2 else where[0] if where else "")
-        problems.append(Problem(path, f"line {line}" if line else "(file)", f"{field}: {message}" if field else message))
+        problems.append(Problem(path, f"line {at}" if at else "(file)", f"{field}: {message}" if field else message))
         if len(where) >= 2 and where[0] == "checks":
             bad.add(where[1])
         elif where:
