@@ -17,10 +17,17 @@ from memrepo.store.vault import Vault
 class Branch(Protocol):
     """What of a proposal this module reads (a :class:`memrepo.review.proposals.Proposal`)."""
 
-    id: str
-    base: str
-    commit: str
-    tip: str
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def base(self) -> str: ...
+
+    @property
+    def commit(self) -> str: ...
+
+    @property
+    def tip(self) -> str: ...
 
 
 def check_new(vault: Vault, files: Mapping[str, bytes]) -> None:
@@ -47,7 +54,7 @@ def card_lines(files: Mapping[str, bytes]) -> list[str]:
     return lines
 
 
-def planned(vault: Vault, proposal: Branch) -> dict[str, bytes]:
+def planned(vault: Vault, proposal: Branch) -> dict[str, bytes | None]:
     """The check files applying the proposal writes on main (path -> bytes); Conflict when
     main has meanwhile put something else at one of those paths."""
     changes = [ch for ch in git.diff_tree(vault.root, proposal.base or None, proposal.commit, (recall_checks.CHECKS_DIR,))

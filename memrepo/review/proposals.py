@@ -76,8 +76,8 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
     ``checked``: the caller has already checked each memory on its own and its id against
     the vault (``add`` and ``import`` do, before routing), so they are not checked twice.
     ``files``: new recall-check files (``checks/*.yaml``) the proposal adds when applied."""
-    deletes, files = list(deletes), dict(files or {})
-    proposal_files.check_new(vault, files)
+    deletes, adds = list(deletes), dict(files or {})
+    proposal_files.check_new(vault, adds)
     base = vault.head()
     pid = proposal_id or new_proposal_id(memories)
     branch = BRANCH_PREFIX + pid
@@ -87,7 +87,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
     if not checked:
         _check_proposed(vault, memories)
     card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
-    card += "".join(f"\n{line}" for line in proposal_files.card_lines(files))
+    card += "".join(f"\n{line}" for line in proposal_files.card_lines(adds))
     ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
     first = (memories or deletes or [Memory({"summary": reason}, "")])[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
@@ -96,7 +96,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
     vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
-                 parent=base, reason=f"memrepo: propose {pid}", files=files)
+                 parent=base, reason=f"memrepo: propose {pid}", files={**adds})
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
