@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-from memrepo.errors import Problem
+from memrepo.errors import Problem, UsageError
+from memrepo.model import DATE_FORMS, parse_when
 from memrepo.store import document, git, schema
 
 CHECKS_DIR = "checks"
@@ -157,6 +158,13 @@ def parse(path: str, data: bytes) -> tuple[list[RecallCheck], list[Problem]]:
         return [], problems
     checks = [RecallCheck.from_entry(entry, file=path, line=lines.get(("checks", i)))
               for i, entry in enumerate(loaded.get("checks") or []) if i not in bad]
+    for c in list(checks):
+        since = dict(c.filters).get("since")
+        try:
+            parse_when("since", since)
+        except UsageError:
+            problems.append(Problem(path, f"line {c.line}", f"filters.since: {since!r} is not a date: use {DATE_FORMS}"))
+            checks.remove(c)
     return checks, problems + duplicate_ids(checks)
 
 
