@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from memrepo.errors import Conflict, InvalidData, NotFound, UsageError
 from memrepo.store import git
-from memrepo.store.recall_checks import RecallCheck, load_rev, parse
+from memrepo.store.recall_checks import DEFAULT_FILE, DEFAULT_TOP, RecallCheck, append, load_rev, parse
 from memrepo.store.vault import Vault, render_bytes
 
 RANK_DEPTH = 20     # hits read per question: a rank up to this is shown, beyond it is "not found"
@@ -205,16 +205,19 @@ def _version(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[
 # ------------------------------------------------------------------ running
 
 def run_checks(vault: Vault, ref: str = "HEAD", *, against: str | None = None, mode: str = "overwrite",
-               only: Iterable[str] | None = None) -> CheckRun:
+               only: Iterable[str] | None = None, select: Iterable[str] | None = None) -> CheckRun:
     """Every recall check of ``ref`` answered on ``ref`` and, with ``against``, on that version
     too. A proposal is checked as it would be after apply (``mode``/``only`` as ``apply``
-    takes them) and against main unless told otherwise. The checks are the ones ``ref`` holds;
-    those only ``against`` holds are listed as removed."""
+    takes them) and against main unless told otherwise. The checks are the ones ``ref`` holds
+    (``select``: only those of these names); those only ``against`` holds are listed as removed."""
     after = _version(vault, ref, mode=mode, only=only)
     base_ref = against if against is not None else (vault.main_branch if after.proposal else None)
     before = _version(vault, base_ref) if base_ref is not None else None
     checks = after.checks(vault.root)
-    keys = {c.key for c in checks}
+    if select is not None:
+        names = set(select)
+        checks = [c for c in checks if c.name in names]
+    keys = {c.key for c in checks} if select is None else {c.key for c in after.checks(vault.root)}
     removed = tuple(c for c in before.checks(vault.root) if c.key not in keys) if before else ()
     run = CheckRun(ref=ref, commit=None if after.changes else after.commit, against=base_ref,
                    against_commit=before.commit if before else None, proposal=after.proposal, removed=removed)
@@ -257,9 +260,9 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
             run = run_checks(vault, proposal.id, mode=mode, only=only)
             if run.regressions and accept_regression is None:
                 raise Conflict(f"proposal {proposal.id} would make {len(run.regressions)} recall check(s) fail that pass "
-                               f"on {vault.main_branch} ({run.summary()}):\n"
-                               + "\n".join(f"  {r.describe()}" for r in run.regressions)
-                               + f"\nnothing was applied; see 'memrepo review {proposal.id}', or apply anyway with "
+                               f"on {vault.main_branch} ({run.summary()}): "
+                               + "; ".join(r.describe() for r in run.regressions)
+                               + f". Nothing was applied; see 'memrepo review {proposal.id}', or apply anyway with "
                                "--accept-regression \"why\" (recorded in the apply commit)")
             if run.regressions:
                 trailers = {"Memrepo-Accept-Regression": accept_regression or "",
@@ -270,6 +273,79 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
 def regressed_name(check: RecallCheck) -> str:
     """How the apply commit names a check it let regress: ``file#id`` or ``file#Lline``."""
     return f"{check.file}#{check.id}" if check.id else f"{check.file}#L{check.line}"
+
+
+# ------------------------------------------------------------------ writing and listing checks
+
+@dataclass(frozen=True)
+class AddedCheck:
+    check: RecallCheck
+    commit: str
+    run: CheckRun          # the new check answered on main as it now stands
+
+    def as_dict(self) -> dict[str, Any]:
+        result = self.run.results[0] if self.run.results else None
+        return {**self.check.as_dict(), "commit": self.commit, "passes": bool(result and result.after.passed),
+                "rank": result.after.rank if result else None, "semantic": self.run.semantic}
+
+
+def add_check(vault: Vault, question: str, *, expect: str | None = None, top: int = DEFAULT_TOP, by_fact: bool = False,
+              must_not: Iterable[str] = (), intent: str | None = None, check_id: str | None = None,
+              why: str | None = None, file: str = DEFAULT_FILE) -> AddedCheck:
+    """``memrepo check add``: append one check to a checks file on main (one commit; the file's
+    comments stay), then answer it on main, so the person sees at once whether it passes.
+    ``by_fact`` expects the memory's (subject, fact) instead of its id: the check then follows
+    the fact through supersedes."""
+    check = _new_check(vault, question, expect=expect, top=top, by_fact=by_fact, must_not=must_not, intent=intent,
+                       check_id=check_id, why=why, file=file)
+    vault.require_main_checkout()
+    with vault.lock():
+        main = vault.head()
+        existing = load_rev(vault.root, main)[0] if main else []
+        clash = next((c for c in existing if c.id == check.id), None)
+        if clash is not None:
+            raise Conflict(f"a check with id {check.id!r} already exists ({clash.file}:{clash.line}); pick another --id")
+        old = git.read_blob(vault.root, f"{main}:{file}").decode("utf-8") if main and git.exists(vault.root, f"{main}:{file}") else None
+        text = append(old, file, [check])
+        message = (f"memrepo: check add {check.id}: {question}"[:100] + "\n\n"
+                   f"Recall check: {question!r} must find {check.expect_label()} in the top {check.top}.\n\n"
+                   f"Memrepo-Action: check-add\nMemrepo-Check: {check.id}\n")
+        commit = vault.commit(files={file: text.encode("utf-8")}, message=message).commit
+    return AddedCheck(check, commit, run_checks(vault, vault.main_branch, select=[check.name]))
+
+
+def _new_check(vault: Vault, question: str, *, expect: str | None, top: int, by_fact: bool, must_not: Iterable[str],
+               intent: str | None, check_id: str | None, why: str | None, file: str) -> RecallCheck:
+    from memrepo.model import INTENTS, check_choice, is_valid_id, new_id
+    from memrepo.store.recall_checks import is_check_file
+    must_not = tuple(dict.fromkeys(must_not))
+    if not question.strip():
+        raise UsageError("give the question the agent will be asked (any language)")
+    if expect is None and not must_not:
+        raise UsageError("give --expect ID (the memory the question must find) or --must-not ID")
+    if not 1 <= top <= 50:
+        raise UsageError(f"--top {top}: give a rank from 1 to 50")
+    check_choice("intent", intent, INTENTS)
+    for memory_id in [*must_not, *([check_id] if check_id else [])]:
+        if not is_valid_id(memory_id):
+            raise UsageError(f"{memory_id!r} is not a valid id (letters, digits, '_', '.', '-')")
+    if not is_check_file(file):
+        raise UsageError(f"{file}: checks live in files under checks/ named *.yaml")
+    fact = None
+    if expect is not None:
+        memory = vault.get(expect)
+        if by_fact:
+            if not memory.meta.get("fact"):
+                raise UsageError(f"{expect} has no fact key, so it cannot be expected by fact; drop --by-fact")
+            fact = (str(memory.meta["subject"]), str(memory.meta["fact"]))
+    return RecallCheck(question=" ".join(question.split()), expect_id=None if fact else expect, expect_fact=fact,
+                       top=top, must_not=must_not, intent=intent, why=why, file=file,
+                       id=check_id or new_id().replace("mem_", "chk_", 1))
+
+
+def list_checks(vault: Vault, ref: str | None = None) -> list[RecallCheck]:
+    """The recall checks main holds (or ``ref``); a broken file is an InvalidData naming its lines."""
+    return _version(vault, ref or vault.main_branch).checks(vault.root)
 
 
 # ------------------------------------------------------------------ the throw-away clone
