@@ -12,7 +12,7 @@ Writing appends to a file's text, so the comments a person wrote around the chec
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
@@ -271,6 +271,10 @@ def append(text: str | None, path: str, checks: Iterable[RecallCheck]) -> str:
     if problems:
         from memrepo.errors import InvalidData
         raise InvalidData(problems, f"fix {path} first (nothing was written)")
+    clashes = duplicate_ids([*old, *(replace(c, file=path, line=None) for c in checks)])
+    if clashes:
+        from memrepo.errors import InvalidData
+        raise InvalidData(clashes, "give each check its own id (nothing was written)")
     want = [c.entry() for c in old + checks]
     base = text if text.endswith("\n") else text + "\n"
     for indent in ("  ", ""):
