@@ -7,8 +7,8 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -321,14 +321,62 @@ def test_apply_without_a_regression_records_nothing_and_an_empty_reason_is_refus
     assert ids
 
 
-def test_distill_and_team_proposals_carry_the_check_delta(vault, tmp_path):
-    pool_vault(vault)
-    found = api.propose(vault, {"subject": "db", "fact": "pool.note", "summary": "database pool size: see the notes",
-                                "kind": "knowledge", "confidence": 0.9, "tags": ["#pool"]},
-                        "database pool size database pool size", agent="analyst")
-    run = api.proposal_checks(vault, found.proposal) if found.proposal else None
-    if run is not None:
-        assert run.proposal == found.proposal and len(run.results) == 2
+def test_a_team_proposal_carries_the_check_delta(vault):
+    ids = pool_vault(vault)
+    write_checks(vault, (vault.root / CHECKS).read_text()
+                 + f"  - id: chk_theme_id\n    question: which theme does the user like?\n    expect: {ids['theme']}\n")
+    found = api.propose(vault, {"subject": "user", "fact": "ui.theme", "summary": "User prefers the light theme",
+                                "kind": "preference"}, "", agent="analyst")
+    assert found.outcome == "proposed"
+    card = cli(vault.root, "review", found.proposal)
+    assert "1 REGRESSED" in card.stdout and "REGRESSED: chk_theme_id" in card.stdout and "(superseded)" in card.stdout
+
+
+def dark_days(vault, root: Path) -> None:
+    """The same preference on three days: distill makes an L2 pattern candidate of it."""
+    lines = [json.dumps({"subject": "user", "summary": "User asked for the dark editor theme again",
+                         "body": "Switched the editor to dark mode; the user prefers dark themes.",
+                         "created": f"{day}T09:00:00+00:00", "session": f"s-{day}"})
+             for day in ("2026-11-20", "2026-11-22", "2026-11-25")]
+    (root / "days.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    memories.import_jsonl(vault, root / "days.jsonl")
+
+
+def test_a_distill_candidate_that_breaks_a_check_says_so_before_anyone_approves_it(vault, tmp_path):
+    dark_days(vault, tmp_path)
+    pattern = api.distill(vault, now="2026-11-29", dry_run=True).candidates[0]["id"]
+    write_checks(vault, f"checks:\n  - id: chk_no_pattern\n    question: dark editor theme\n    must_not: [{pattern}]\n")
+    report = api.distill(vault, now="2026-11-29")
+    card = cli(vault.root, "review", report.proposal)
+    assert f"REGRESSED: chk_no_pattern 'dark editor theme' must not find {pattern} in the top 5: clear -> {pattern} at" in card.stdout
+
+
+def test_distill_proposes_the_questions_that_recalled_a_memory_usefully_as_checks(vault):
+    ids = pool_vault(vault)
+    for session in ("s1", "s2"):
+        api.search(vault, "how many threads in the pool?", session=session, log_recalls=True)
+        api.mark_useful(vault, ids["pool"], session=session)
+    api.search(vault, "deploy day", session="s3", log_recalls=True)          # recalled, never marked useful
+    api.mark_useful(vault, ids["deploy"])                                      # useful, but in no session's recall
+    dry = api.distill(vault, now="2026-12-01", dry_run=True)
+    assert [(c["question"], c["expect"]) for c in dry.check_candidates] == [("how many threads in the pool?", ids["pool"])]
+    assert dry.check_proposal is None and not api.list_proposals(vault)
+    report = api.distill(vault, now="2026-12-01")
+    pid = report.check_proposal
+    assert pid == "checks_20261201" and report.check_candidates[0]["why"] == "recalled usefully in 2 session(s): s1, s2"
+    card = cli(vault.root, "review", pid)
+    assert "Recall checks: adds checks/distilled-20261201.yaml (1 check)" in card.stdout
+    assert "Recall checks (main -> proposal checks_20261201 applied): 3/3" in card.stdout
+    assert api.distill(vault, now="2026-12-01").check_proposal is None      # proposed once
+    assert cli(vault.root, "apply", pid).returncode == 0
+    assert "how many threads in the pool?" in [c.question for c in api.list_checks(vault)]
+    assert validate.validate_tree(vault) == []
+    # a rejected candidate is not proposed again either
+    api.search(vault, "friday deploys?", session="s4", log_recalls=True)
+    api.mark_useful(vault, ids["deploy"], session="s4")
+    again = api.distill(vault, now="2026-12-02").check_proposal
+    api.reject(vault, again, why="not a question the agent gets")
+    assert api.distill(vault, now="2026-12-03").check_proposal is None
 
 
 # ----------------------------------------------------------------- in a forge's CI

@@ -83,17 +83,25 @@ def _run_text(run) -> str:
         return "no recall checks in " + run.label() + " (add one: memrepo check add QUESTION --expect ID)"
     if run.against:
         head = ["CHECK", "RESULT", f"BEFORE ({run.against})", "AFTER", "EXPECT", "QUESTION"]
-        rows = [[r.check.name, r.status, r.before.text() if r.before else "", r.after.text(), f"{r.check.expect_label()} top {r.check.top}",
-                 r.check.question] for r in run.results]
+        rows = [[r.check.name, r.status, _rank(r.before, r.check), _rank(r.after, r.check), _expect(r.check), r.check.question]
+                for r in run.results]
     else:
         head = ["CHECK", "RESULT", "RANK", "EXPECT", "QUESTION"]
-        rows = [[r.check.name, r.status, r.after.text(), f"{r.check.expect_label()} top {r.check.top}", r.check.question]
-                for r in run.results]
+        rows = [[r.check.name, r.status, _rank(r.after, r.check), _expect(r.check), r.check.question] for r in run.results]
     lines = [table(head, rows)]
     lines += [f"removed: {c.name} {c.question!r} (only {run.against} has it; not run)" for c in run.removed]
     regressed = f", {len(run.regressions)} regressed: {', '.join(r.check.name for r in run.regressions)}" if run.regressions else ""
     lines.append(f"{run.label()}: {run.summary()} passed{regressed}")
     return "\n".join(lines)
+
+
+def _rank(outcome, check) -> str:
+    return outcome.text(expects=bool(check.expect_id or check.expect_fact)) if outcome else ""
+
+
+def _expect(check) -> str:
+    return (f"{check.expect_label()} top {check.top}" if check.expect_id or check.expect_fact else
+            f"not {', '.join(check.must_not)} in top {check.top}")
 
 
 @check_app.command("workflow", epilog=_examples("memrepo check workflow --github", "memrepo check workflow --gitlab --print"))

@@ -44,14 +44,16 @@ class Outcome:
     intruders: tuple[tuple[str, int], ...] = ()   # (must_not id, its rank) within the top
     state: str | None = None         # the expected memory's status there when it is not active ("missing")
 
-    def text(self) -> str:
-        """``2``, ``-`` (not found), with why when the expected memory is not active there."""
+    def text(self, *, expects: bool = True) -> str:
+        """``2``, ``-`` (not found), with why when the expected memory is not active there, and
+        any must-not memory found (a check with only ``must_not``: ``clear`` or those)."""
+        intruders = ", ".join(f"{i} at {r}" for i, r in self.intruders)
+        if not expects:
+            return intruders or "clear"
         shown = str(self.rank) if self.rank is not None else "-"
         if self.state:
             shown += f" ({self.state})"
-        if self.intruders:
-            shown += "; " + ", ".join(f"{i} at {r}" for i, r in self.intruders)
-        return shown
+        return shown + (f"; {intruders}" if intruders else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "rank": self.rank, "found": self.found,
@@ -74,8 +76,12 @@ class CheckResult:
     def describe(self) -> str:
         """One line naming the check, what it expects and the ranks."""
         c = self.check
-        ranks = f"{self.before.text()} -> {self.after.text()}" if self.before else self.after.text()
-        return f"{c.name} {c.question!r} expects {c.expect_label()} in the top {c.top}: rank {ranks}"
+        expects = bool(c.expect_id or c.expect_fact)
+        ranks = (f"{self.before.text(expects=expects)} -> " if self.before else "") + self.after.text(expects=expects)
+        if not expects:
+            return f"{c.name} {c.question!r} must not find {', '.join(c.must_not)} in the top {c.top}: {ranks}"
+        return (f"{c.name} {c.question!r} expects {c.expect_label()} in the top {c.top}"
+                + (f" (and not {', '.join(c.must_not)})" if c.must_not else "") + f": rank {ranks}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"check": self.check.as_dict(), "status": self.status, "after": self.after.as_dict(),
