@@ -2,7 +2,7 @@
 """Memory CI speed: ``memrepo check run`` of 200 recall checks on a 10,000-memory vault.
 
   .venv/bin/python bench/memory_ci.py [--size 10000] [--checks 200] [--runs 5] [--keywords]
-      [--workdir DIR] [--out bench/out/memory_ci.json]
+      [--workdir DIR [--reuse]] [--out bench/out/memory_ci.json]
 
 Builds a vault as the other benches do (the shared ``../shared/bench/synth.py`` run at bench
 time with its queries, ``memrepo init``, ``memrepo import``, which also builds the index and,
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keywords", action="store_true", help="keyword ranking only (MEMREPO_SEMANTIC=0)")
     ap.add_argument("--workdir", type=Path, help="keep the vault here (default: a temp folder, removed)")
+    ap.add_argument("--reuse", action="store_true", help="measure the vault --workdir already holds again")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not Path(DEFAULT_SYNTH).is_file():
@@ -101,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         info = {"machine": machine(), "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
                 "size": args.size, "checks": args.checks, "semantic": not args.keywords}
-        vault, proposal, info["setup"] = build(work, args.size, args.checks, env)
+        if args.reuse and (work / "vault").is_dir():   # a vault an earlier run kept (--workdir): measure again
+            vault, info["setup"] = work / "vault", {"reused": True}
+            proposal = json.loads(run(memrepo_cmd() + ["--vault", str(vault), "proposals", "--json"], env))[0]["id"]
+        else:
+            vault, proposal, info["setup"] = build(work, args.size, args.checks, env)
         info["proposal_vs_main"], info["proposal_result"] = measure(vault, proposal, args.runs, env)
         info["head"], info["head_result"] = measure(vault, "HEAD", args.runs, env)
     finally:

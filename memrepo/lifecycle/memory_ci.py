@@ -17,6 +17,7 @@ depends on the vault's files alone, so it is the same on every clone and in a fo
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from memrepo.errors import Conflict, InvalidData, NotFound, UsageError
+from memrepo.model import MEMORY_ROOTS
 from memrepo.store import git
 from memrepo.store.recall_checks import DEFAULT_FILE, DEFAULT_TOP, RecallCheck, append, load_rev, parse
 from memrepo.store.vault import Vault, render_bytes
@@ -362,7 +364,7 @@ class _Scratch:
 
     def __init__(self, vault: Vault):
         self.source = vault
-        self.dir = Path(tempfile.mkdtemp(prefix="memrepo-check-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="memrepo-check-", dir=_scratch_parent(vault)))
         self.root = self.dir / "vault"
         self.vault: Vault | None = None
 
@@ -417,6 +419,35 @@ class _Scratch:
             shutil.copytree(source, target, dirs_exist_ok=True)
         except (OSError, shutil.Error):
             shutil.rmtree(target, ignore_errors=True)
+
+
+MEMORY_FS = "/dev/shm"
+
+
+def _scratch_parent(vault: Vault) -> str | None:
+    """Where the throw-away clone goes: the system's temporary folder, or — when ``TMPDIR`` is
+    not set and a memory filesystem has room for four times what the clone needs — that one.
+    Checking out every memory file is most of a run's cost on a disk (10,000 files: ~7 s of
+    system time on a virtual disk, 0.7 s in memory); the clone is removed at the end of the run."""
+    if os.environ.get("TMPDIR") or not os.path.isdir(MEMORY_FS) or not os.access(MEMORY_FS, os.W_OK):
+        return None
+    need = 2 * _folder_size(vault.index_dir) + sum(_folder_size(vault.root / top) for top in MEMORY_ROOTS) + (64 << 20)
+    try:
+        st = os.statvfs(MEMORY_FS)
+    except OSError:
+        return None
+    return MEMORY_FS if st.f_bavail * st.f_frsize > 4 * need else None
+
+
+def _folder_size(folder: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+    return total
 
 
 def _states(vault: Vault, checks: list[RecallCheck]) -> dict[str, str]:

@@ -156,14 +156,19 @@ def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
     timestamps stay text), with the line (1-based) where each mapping value and list item
     starts, keyed by its place in the document (``("checks", 0, "expect")``): a check of the
     data can then name the line. Raises DocumentError naming the line."""
-    yaml, loader = _loader()
+    yaml, loader_class = _loader()
+    lines: dict[tuple, int] = {}
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - strict safe loader
-        lines: dict[tuple, int] = {}
-        if "&" in text and (line_no := _anchor_line(yaml, text, loader)) is not None:
+        if "&" in text and (line_no := _anchor_line(yaml, text, loader_class)) is not None:
             raise DocumentError(Problem(path, f"line {line_no + 1}", (
                 "YAML error: anchors and aliases (&name / *name) are not allowed; write the value itself")))
-        _node_lines(yaml.compose(text, Loader=loader), (), lines)
+        loader = loader_class(text)
+        try:   # one parse: the node tree gives the lines, then the (strict) constructor the data
+            node = loader.get_single_node()
+            _node_lines(node, (), lines)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = f"line {mark.line + 1}" if mark is not None else "(file)"

@@ -13,6 +13,7 @@ Writing appends to a file's text, so the comments a person wrote around the chec
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
@@ -224,10 +225,18 @@ def load_dir(root: Path) -> tuple[list[RecallCheck], list[Problem]]:
     return checks, problems + more
 
 
+@lru_cache(maxsize=32)
+def _parse_once(path: str, data: bytes) -> tuple[tuple[RecallCheck, ...], tuple[Problem, ...]]:
+    """:func:`parse`, remembered: a run reads the same file for both versions it compares."""
+    found, bad = parse(path, data)
+    return tuple(found), tuple(bad)
+
+
 def _parse_all(files: Iterable[tuple[str, bytes]]) -> tuple[list[RecallCheck], list[Problem]]:
-    checks, problems = [], []
+    checks: list[RecallCheck] = []
+    problems: list[Problem] = []
     for path, data in sorted(files):
-        found, bad = parse(path, data)
+        found, bad = _parse_once(path, data)
         checks += found
         problems += bad
     by_file = {c.file for c in checks}
