@@ -215,10 +215,12 @@ def test_check_run_never_touches_the_checkout_the_index_or_the_refs(vault, tmp_p
     api.search(vault, "pool")          # the vault has an index of its own
     (vault.root / "memories" / "L1" / "scratch.txt").write_text("an uncommitted file\n")
     pid = bury_proposal(vault, tmp_path)
-    before, scratch = snapshot(vault), set(Path(tempfile.gettempdir()).glob("memrepo-check-*"))
+    def clones() -> set[Path]:
+        return {p for top in (tempfile.gettempdir(), memory_ci.MEMORY_FS) for p in Path(top).glob("memrepo-check-*")}
+    before, scratch = snapshot(vault), clones()
     run = memory_ci.run_checks(vault, pid)
     assert run.regressions and snapshot(vault) == before
-    assert set(Path(tempfile.gettempdir()).glob("memrepo-check-*")) <= scratch  # the clone is gone
+    assert clones() <= scratch  # the clone is gone
 
 
 def test_a_proposal_is_checked_as_it_would_be_after_apply(vault):
