@@ -45,14 +45,12 @@ step "5b. Memory CI: recall checks that a proposal must pass before it is applie
 ids() { python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
 POOL=$(memrepo list --subject project-alpha --kind knowledge --json | ids)
 RULE=$(memrepo list --subject project-alpha --fact release.auto_publish --status active --json | ids)
-run memrepo check add "数据库连接池最大线程数是多少？" --expect "$POOL"
+run memrepo check add "数据库连接池最大线程数是多少？" --expect "$POOL" --top 1
 run memrepo check add "能自动发布吗？" --expect "$RULE" --by-fact --top 3   # follows the fact through supersedes
-for i in 1 2 3 4 5 6; do
-  printf '{"subject":"ops","tags":["#数据库"],"summary":"数据库连接池巡检记录 %s：最大线程数未变","body":"数据库连接池 最大线程数 巡检"}\n' "$i"
-done > "$WORK/pool-notes.jsonl"
-run memrepo import "$WORK/pool-notes.jsonl" --propose
+run memrepo add --subject ops --kind constraint --summary "数据库连接池最大线程数是多少？以运维手册为准" \
+    --body "回答连接池问题前先查运维手册。"
 P3=$(memrepo proposals --json | ids)
-printf '$ memrepo review %s | tail -2\n' "$P3"; memrepo review "$P3" | tail -2
+printf '$ memrepo review %s | tail -3\n' "$P3"; memrepo review "$P3" | tail -3
 if memrepo apply "$P3"; then echo "unexpected: applied"; exit 1; else echo "(refused with exit $?: the regression is caught)"; fi
 run memrepo reject "$P3" --why "buries the pool size the agent needs"
 
