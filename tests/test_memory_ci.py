@@ -449,3 +449,23 @@ def test_a_check_file_with_problems_is_invalid_data_for_the_library(vault):
     with pytest.raises(InvalidData) as e:
         api.list_checks(vault)
     assert [str(p) for p in e.value.problems] == [f"{CHECKS}:line 3: expect: must be text or a mapping, not 5"]
+
+
+def test_sync_merges_two_clones_checks_as_a_union(tmp_path):
+    from tests.test_team_sync import clone, first_clone, make_server
+    server = make_server(tmp_path)
+    a = first_clone(tmp_path, str(server))
+    assert cli(a, "add", "--subject", "ops", "--summary", "Database pool size is 32").returncode == 0
+    assert cli(a, "sync").returncode == 0
+    b = clone(tmp_path, str(server), "b")
+    pool = json.loads(cli(a, "list", "--json").stdout)[0]["id"]
+    assert cli(a, "check", "add", "pool size?", "--expect", pool, "--id", "chk_a").returncode == 0
+    assert cli(b, "check", "add", "how big is the pool?", "--expect", pool, "--id", "chk_b").returncode == 0
+    for root in (a, b, a):
+        proc = cli(root, "sync")
+        assert proc.returncode == 0, proc.stderr
+    for root in (a, b):
+        names = [c["name"] for c in json.loads(cli(root, "check", "list", "--json").stdout)]
+        assert sorted(names) == ["chk_a", "chk_b"], (root, names)
+        assert "# Recall checks" in (root / CHECKS).read_text()   # the template's comments stay
+    assert cli(b, "sync").returncode == 0 and cli(b, "validate").returncode == 0

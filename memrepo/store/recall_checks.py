@@ -244,6 +244,20 @@ def _parse_all(files: Iterable[tuple[str, bytes]]) -> tuple[list[RecallCheck], l
     return checks, sorted(set(problems))
 
 
+def merge_texts(path: str, ours: str, theirs: str) -> str | None:
+    """Two clones' versions of one checks file as one: ours, with every check only theirs has
+    appended (a union by check: ids, else question and expectation). None when either side
+    cannot be read (then a person merges it)."""
+    mine, bad = parse(path, ours.encode("utf-8"))
+    other, bad_other = parse(path, theirs.encode("utf-8"))
+    if bad or bad_other:
+        return None
+    keys = {c.key for c in mine}
+    ids = {c.id for c in mine if c.id}
+    new = [c for c in other if c.key not in keys and c.id not in ids]
+    return append(ours, path, new) if new else ours
+
+
 # ------------------------------------------------------------------ writing
 
 def render_entry(check: RecallCheck, indent: str = "  ") -> str:
