@@ -469,3 +469,14 @@ def test_sync_merges_two_clones_checks_as_a_union(tmp_path):
         assert sorted(names) == ["chk_a", "chk_b"], (root, names)
         assert "# Recall checks" in (root / CHECKS).read_text()   # the template's comments stay
     assert cli(b, "sync").returncode == 0 and cli(b, "validate").returncode == 0
+
+
+def test_the_clone_goes_to_a_memory_filesystem_only_with_room_and_no_tmpdir(vault, tmp_path, monkeypatch):
+    monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.setattr(memory_ci, "MEMORY_FS", str(tmp_path))
+    assert memory_ci._scratch_parent(vault) == str(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert memory_ci._scratch_parent(vault) is None            # the person's choice wins
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setattr(memory_ci, "MEMORY_FS", str(tmp_path / "absent"))
+    assert memory_ci._scratch_parent(vault) is None
