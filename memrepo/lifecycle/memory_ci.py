@@ -187,8 +187,8 @@ def _version(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[
     """The version ``ref`` names: a proposal (its id, a memory id it carries, or its branch)
     as main would be after applying it, else any commit git can name."""
     from memrepo.review import proposal_files, proposals
-    pid = ref.removeprefix("refs/heads/").removeprefix(proposals.BRANCH_PREFIX) \
-        if ref.removeprefix("refs/heads/").startswith(proposals.BRANCH_PREFIX) else None
+    branch = ref.removeprefix("refs/heads/")
+    pid = branch.removeprefix(proposals.BRANCH_PREFIX) if branch.startswith(proposals.BRANCH_PREFIX) else None
     if pid is None:
         sha = git.rev_parse(vault.root, ref)
         if sha is not None:
@@ -221,21 +221,19 @@ def run_checks(vault: Vault, ref: str = "HEAD", *, against: str | None = None, m
     after = _version(vault, ref, mode=mode, only=only)
     base_ref = against if against is not None else (vault.main_branch if after.proposal else None)
     before = _version(vault, base_ref) if base_ref is not None else None
-    checks = after.checks(vault.root)
-    if select is not None:
-        names = set(select)
-        checks = [c for c in checks if c.name in names]
-    keys = {c.key for c in checks} if select is None else {c.key for c in after.checks(vault.root)}
+    every = after.checks(vault.root)
+    names = None if select is None else set(select)
+    checks = [c for c in every if names is None or c.name in names]
+    keys = {c.key for c in every}
     removed = tuple(c for c in before.checks(vault.root) if c.key not in keys) if before else ()
     run = CheckRun(ref=ref, commit=None if after.changes else after.commit, against=base_ref,
                    against_commit=before.commit if before else None, proposal=after.proposal, removed=removed)
     if not checks:
         return run
     with _Scratch(vault) as scratch:
-        answers_before = scratch.answer(before, checks) if before else None
-        answers_after, semantic = scratch.answer(after, checks)
-    results = tuple(CheckResult(c, a, answers_before[0][i] if answers_before else None)
-                    for i, (c, a) in enumerate(zip(checks, answers_after)))
+        outcomes_before: list[Outcome | None] = [*scratch.answer(before, checks)[0]] if before else [None] * len(checks)
+        outcomes_after, semantic = scratch.answer(after, checks)
+    results = tuple(CheckResult(c, a, b) for c, a, b in zip(checks, outcomes_after, outcomes_before))
     return replace(run, results=results, semantic=semantic)
 
 
