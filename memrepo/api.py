@@ -31,7 +31,7 @@ _OWNERS = {
     "why": "memrepo.review.provenance", "rollback": "memrepo.review.provenance",
     "fact_history": "memrepo.review.provenance",
     "get_proposal": "memrepo.review.bulk", "memories_of": "memrepo.review.proposals",
-    "apply_many": "memrepo.review.bulk", "reject_many": "memrepo.review.bulk",
+    "apply_many": "memrepo.lifecycle.memory_ci", "reject_many": "memrepo.review.bulk",
     "reviewer_name": "memrepo.review.bulk", "rollback_with_reason": "memrepo.review.bulk",
     "compare_url": "memrepo.review.forge", "compare_link": "memrepo.review.forge",
     "review_view": "memrepo.oversight.review_view", "review_markdown": "memrepo.oversight.review_view",

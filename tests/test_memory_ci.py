@@ -480,3 +480,17 @@ def test_the_clone_goes_to_a_memory_filesystem_only_with_room_and_no_tmpdir(vaul
     monkeypatch.delenv("TMPDIR")
     monkeypatch.setattr(memory_ci, "MEMORY_FS", str(tmp_path / "absent"))
     assert memory_ci._scratch_parent(vault) is None
+
+
+def test_a_bulk_approve_runs_the_checks_too(vault, tmp_path):
+    """The person's window approves through api.apply_many: a regressing proposal is refused
+    there (exit-code 4 outcome, left open) and the others are applied."""
+    pool_vault(vault)
+    bad = bury_proposal(vault, tmp_path)
+    good = memories.add(vault, {"subject": "ops", "kind": "constraint", "summary": "Never restart the payment service"}, "").proposal
+    outcomes = {o.proposal: o for o in api.apply_many(vault, [bad, good])}
+    assert outcomes[good].ok and not outcomes[bad].ok
+    assert outcomes[bad].code == 4 and "chk_pool" in outcomes[bad].error
+    assert [p.id for p in api.list_proposals(vault)] == [bad]
+    accepted = api.apply_many(vault, [bad], accept_regression="notes first")
+    assert accepted[0].ok and "Memrepo-Accept-Regression: notes first" in git(vault.root, "log", "-1", "--format=%B")

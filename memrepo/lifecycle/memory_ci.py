@@ -276,6 +276,17 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
         return proposals.apply(vault, proposal.id, mode=mode, reviewer=reviewer, only=only, extra_trailers=trailers)
 
 
+def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
+               only: Iterable[str] | None = None, accept_regression: str | None = None) -> list:
+    """Several proposals applied in turn (a person's bulk approve), each through :func:`apply`:
+    one whose recall checks regress is refused and stays open, the others go ahead."""
+    from memrepo.review import bulk
+
+    def checked(v: Vault, pid: str, **options: Any) -> str:
+        return apply(v, pid, accept_regression=accept_regression, **options)
+    return bulk.apply_many(vault, ids, mode=mode, reviewer=reviewer, only=only, apply=checked)
+
+
 def regressed_name(check: RecallCheck) -> str:
     """How the apply commit names a check it let regress: ``file#id`` or ``file#Lline``."""
     return f"{check.file}#{check.id}" if check.id else f"{check.file}#L{check.line}"
