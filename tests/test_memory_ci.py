@@ -494,3 +494,22 @@ def test_a_bulk_approve_runs_the_checks_too(vault, tmp_path):
     assert [p.id for p in api.list_proposals(vault)] == [bad]
     accepted = api.apply_many(vault, [bad], accept_regression="notes first")
     assert accepted[0].ok and "Memrepo-Accept-Regression: notes first" in git(vault.root, "log", "-1", "--format=%B")
+
+
+def test_the_card_as_data_as_markdown_and_on_the_proposal_page_carries_the_delta(vault, tmp_path):
+    ids = pool_vault(vault)
+    write_checks(vault, (vault.root / CHECKS).read_text()
+                 + f"  - id: chk_xss\n    question: \"<script>alert(1)</script> database pool size\"\n    must_not: [{ids['pool']}]\n")
+    pid = bury_proposal(vault, tmp_path)
+    view = api.review_view(vault, pid)
+    assert view.checks.regressions[0].check.name == "chk_pool" and view.checks.summary() == "2/3 → 2/3"
+    markdown = cli(vault.root, "review", pid, "--markdown").stdout
+    assert "### Recall checks" in markdown and "**2/3 → 2/3** passed (main → after apply), **1 regressed**" in markdown
+    assert "| `chk_pool` | **regressed** | 1 | 7 | what is the database pool size? |" in markdown
+    assert "<script>" not in markdown
+    from memrepo.ui import i18n, render
+    page = render.environment().get_template("section_checks.html").render(view=view, t=lambda k: i18n.LABELS[k][0])
+    assert 'id="checks"' in page and "2/3 → 2/3" in page and "<code>regressed</code> chk_pool" in page
+    assert "<code>fixed</code> chk_xss" in page and "&lt;script&gt;" in page and "<script>" not in page
+    api.apply(vault, pid, accept_regression="fine")
+    assert api.review_view(vault, pid).checks is None   # a closed proposal's page has no delta to show
