@@ -89,6 +89,19 @@ def init(root: Path, *, branch: str = "main") -> None:
         _run(root, "config", key, value)
 
 
+def clone_shared(source: Path, target: Path) -> None:
+    """A throw-away repository at ``target`` that borrows ``source``'s objects (``git clone
+    --shared --no-checkout``): nothing is written into ``source``, and its commits, including
+    those made after the clone, can be checked out in ``target``."""
+    _run(target.parent, "clone", "--quiet", "--shared", "--no-checkout", str(source), str(target))
+
+
+def checkout_detached(root: Path, commit: str) -> None:
+    """Make ``root``'s working tree and index hold ``commit`` (detached HEAD), with no hook run:
+    for the throw-away repositories of :func:`clone_shared` only."""
+    _run(root, "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "--force", "--detach", commit)
+
+
 def rev_parse(root: Path, ref: str) -> str | None:
     out = _run(root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False).strip()
     return out or None
