@@ -14,25 +14,31 @@ from memrepo.store.vault import Vault
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory, monkeypatch):
-    """No test reads or writes the real HOME, git config or vault environment."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
-    for key in ("MEMREPO_VAULT", "MEMREPO_AUTHOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(key, raising=False)
-    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
-    subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
-    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
-    monkeypatch.setenv("MEMREPO_LOCK_TIMEOUT", "10")
-    # Keyword ranking unless a test asks for the semantic layer (tests/test_semantic.py):
-    # loading the model costs about a second per process.
-    monkeypatch.setenv("MEMREPO_SEMANTIC", "0")
-    # No background server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
-    monkeypatch.setenv("MEMREPO_DAEMON", "0")
-    yield
+def isolated_env(tmp_path_factory):
+    """No test reads or writes the real HOME, git config or vault environment.
+
+    The isolation has its own MonkeyPatch, not the test's ``monkeypatch``: a test that calls
+    ``monkeypatch.undo()`` to drop its own patches must not also drop these (on a machine
+    without a global git identity its next commit would fail, and the CLI would start a
+    background server)."""
+    with pytest.MonkeyPatch.context() as patch:
+        home = tmp_path_factory.mktemp("home")
+        for key, value in ISOLATION.items():
+            patch.setenv(key, value.format(home=home))
+        for key in ("MEMREPO_VAULT", "MEMREPO_AUTHOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+            patch.delenv(key, raising=False)
+        subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+        subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
+        subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+        yield
+
+
+# The environment of every test. Keyword ranking unless a test asks for the semantic layer
+# (tests/test_semantic.py): loading the model costs about a second per process. No background
+# server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
+ISOLATION = {"HOME": "{home}", "XDG_CONFIG_HOME": "{home}/.config", "GIT_CONFIG_NOSYSTEM": "1",
+             "GIT_CONFIG_GLOBAL": "{home}/.gitconfig", "MEMREPO_LOCK_TIMEOUT": "10",
+             "MEMREPO_SEMANTIC": "0", "MEMREPO_DAEMON": "0"}
 
 
 @pytest.fixture
