@@ -243,7 +243,7 @@ class Encoder:
         the parts of the last ``QUERY_CAPACITY`` queries' tokens (≈ 5 instead of ≈ 7 ms of
         CPU; a vector does not depend on the queries before it)."""
         if self._queries is None:
-            made = self._forward_pass(capacity=QUERY_CAPACITY)   # loads the model (under the lock)
+            made = self._forward_pass(capacity=QUERY_CAPACITY, exact=True)   # loads the model (under the lock)
             with self._lock:
                 if self._queries is None:
                     self._queries = made
