@@ -463,15 +463,19 @@ def test_ctrl_c_during_an_imports_catch_up_keeps_and_reports_the_commit(vault, s
     import subprocess
 
     from conftest import MEMREPO, person_env
+
+    from memrepo.store import faults
     src = tmp_path / "many.jsonl"
     src.write_text("".join(json.dumps({"summary": f"note {i}: 连接池 pool size {i} for service {i % 37}"}) + "\n"
                            for i in range(1500)), encoding="utf-8")
     before = git(vault.root, "rev-parse", "HEAD").strip()
+    # the import waits after its first batch of vectors until the Ctrl-C: never done before it
     proc = subprocess.Popen([*MEMREPO, "--vault", str(vault.root), "import", str(src), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=person_env(), text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=person_env(**{faults.WAIT_ENV: "vectors-checkpointed"}))
     vectors = vault.index_dir / "vectors"
     deadline = time.monotonic() + 120
-    while not any(vectors.glob("encoded-*.partial")) and time.monotonic() < deadline:
+    while not any(vectors.glob("encoded-*.partial")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)   # committed and indexed; the vectors are being encoded
     out, err = proc.communicate(timeout=120)
