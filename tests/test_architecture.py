@@ -278,11 +278,15 @@ def test_the_git_runner_is_private():
     assert any(isinstance(n, ast.Attribute) and n.attr == "_run" for n in ast.walk(probe))
 
 
-# Programs modules other than store/git.py may start, by the first word of their command line.
-OTHER_PROGRAMS = {"memrepo.lifecycle.schedule": {"crontab"},
-                  "memrepo.retrieval.search": {"sys.executable"},
-                  "memrepo.retrieval.embed": {"sys.executable"},
+# Programs modules other than store/git.py may start, by the first word of their command line:
+# store/processes.py starts Python, or a ``program`` it checks against its PROGRAMS.
+OTHER_PROGRAMS = {"memrepo.store.processes": {"sys.executable", "program"},
                   "memrepo.cli.daemon": {"sys.executable"}}
+# Modules that may import subprocess or multiprocessing: git's runner and the one module that
+# starts every other child process. (The resident server's start in cli/daemon.py is to go
+# through store/processes.start_detached as well.)
+PROCESS_STARTERS = {"memrepo.store.git", "memrepo.store.processes"}
+PROCESS_STARTERS_PENDING = {"memrepo.cli.daemon"}
 _STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
 
 
@@ -304,6 +308,8 @@ def _started_programs(path: Path) -> list[tuple[int, str]]:
                 first = head.value.split()[0] if head.value.split() else "?"
             elif isinstance(head, ast.Attribute) and isinstance(head.value, ast.Name):
                 first = f"{head.value.id}.{head.attr}"
+            elif isinstance(head, ast.Name):
+                first = head.id
         found.append((node.lineno, first))
     return found
 
@@ -320,7 +326,20 @@ def test_no_module_but_git_starts_git(path):
 
 def test_the_program_check_can_fail():
     assert {first for _line, first in _started_programs(GIT)} >= {"git"}
-    assert [first for _line, first in _started_programs(PACKAGE / "lifecycle" / "schedule.py")] == ["crontab", "crontab"]
+    probe = ast.parse('subprocess.run(["crontab", "-l"])\nsubprocess.Popen([program, *args])\n')
+    assert [n.func.attr for n in ast.walk(probe) if isinstance(n, ast.Call)] == ["run", "Popen"]
+    assert {first for _line, first in _started_programs(PACKAGE / "store" / "processes.py")} == {"sys.executable", "program"}
+
+
+def test_one_module_starts_child_processes():
+    """store/processes.py starts every child process but git's (a detached build or server, an
+    encoder's piped workers, the index builder's forked writers, crontab)."""
+    starters = owners("subprocess") | owners("multiprocessing")
+    assert starters - PROCESS_STARTERS_PENDING == PROCESS_STARTERS, starters
+    forks = {module_name(p) for p in MODULES if _calls(p, "fork", "os") or _calls(p, "get_context")}
+    assert forks <= {"memrepo.store.processes"}, forks
+    from memrepo.store import processes
+    assert "git" not in processes.PROGRAMS and "python" not in processes.PROGRAMS
 
 
 def test_git_module_really_runs_git():

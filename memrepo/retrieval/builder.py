@@ -280,18 +280,15 @@ BATCH = 200  # documents per message to a build process
 def _parallel_segments(ix, docs: Iterator[IndexDoc], weights, procs, tick) -> tuple[list, int]:
     """Stream ``docs`` in batches to ``procs`` forked builders: the caller's reading of the
     memory files (this process) overlaps with their indexing (the other cores)."""
-    import multiprocessing
-    import multiprocessing.connection
     import pickle
-    ctx = multiprocessing.get_context("fork")
+
+    from memrepo.store import processes
     workers = []
     try:
         for _ in range(procs):
-            jobs_recv, jobs_send = ctx.Pipe(duplex=False)
-            res_recv, res_send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_segment_worker, args=(ix, jobs_recv, weights, res_send),
-                               daemon=True)
-            proc.start()
+            jobs_recv, jobs_send = processes.one_way_pipe()
+            res_recv, res_send = processes.one_way_pipe()
+            proc = processes.fork(_segment_worker, (ix, jobs_recv, weights, res_send))
             jobs_recv.close()
             res_send.close()
             workers.append((proc, jobs_send, res_recv))

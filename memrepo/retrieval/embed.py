@@ -393,17 +393,9 @@ class QueryVector:
 def _start_child(cache_dir: Path | None, *, bulk: bool):
     """A ``python -c`` child running :func:`serve` with pipes for stdin and stdout, or None
     when no process can be started (then this process encodes)."""
-    import os
-    import subprocess
-    import sys
-    root = str(Path(__file__).resolve().parents[2])   # where this memrepo is imported from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    from memrepo.store import processes
     code = f"from memrepo.retrieval.embed import serve; serve({str(cache_dir) if cache_dir else None!r}, bulk={bulk!r})"
-    try:   # unbuffered: select() sees every byte not yet read
-        return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, bufsize=0)
-    except OSError:
-        return None
+    return processes.start_piped("-c", code)
 
 
 def _waiting(proc, timeout: float) -> bool:
@@ -422,21 +414,8 @@ def _answer(proc, timeout: float) -> bytes | None:
 
 
 def _stop(proc) -> None:
-    if proc is None:
-        return
-    try:
-        proc.stdin.close()   # the child's signal to end
-    except OSError:
-        pass
-    try:
-        proc.wait(0.5)
-    except Exception:
-        proc.kill()
-        proc.wait()
-    try:
-        proc.stdout.close()
-    except OSError:
-        pass
+    from memrepo.store import processes
+    processes.stop(proc)
 
 
 def _send(stream, data: bytes) -> None:

@@ -708,8 +708,7 @@ def start_background_build(vault: Vault) -> None:
     """Build the vectors in a detached process (it takes the vectors' write lock), unless
     one was started in the last ``SPAWN_GRACE_S`` seconds and may not hold the lock yet
     (every search until then would start another)."""
-    import subprocess
-    import sys
+    from memrepo.store import processes
     started = _vector_store(vault).dir / BUILD_STARTED
     try:
         if 0 <= time.time() - started.stat().st_mtime < SPAWN_GRACE_S:
@@ -721,9 +720,7 @@ def start_background_build(vault: Vault) -> None:
         started.touch()
     except OSError:
         pass   # only a hint
-    subprocess.Popen([sys.executable, "-m", "memrepo.retrieval.vectors_build", str(vault.root)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True)
+    processes.start_detached("-m", "memrepo.retrieval.vectors_build", str(vault.root))
 
 
 def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
