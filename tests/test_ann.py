@@ -285,9 +285,9 @@ def test_ann_above_is_a_checked_config_value(tmp_path):
 def test_search_reads_ann_above_from_the_config_and_answers_through_the_index(vault, monkeypatch, tmp_path_factory):
     """End to end with the model: ``[search] ann_above`` reaches the vectors' store, the inline
     build writes a snapshot with an index, and a question finds its memory through it."""
-    from memrepo.retrieval import search
+    from memrepo.retrieval import search, semantic
     from memrepo.review import writes as memories
-    assert search._vector_store(vault).ann_above == vectors.ANN_ABOVE  # absent: the default
+    assert semantic.vector_store(vault).ann_above == vectors.ANN_ABOVE  # absent: the default
     if not embed.available():
         pytest.skip("the embedding model package is not installed")
     monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
@@ -303,7 +303,7 @@ def test_search_reads_ann_above_from_the_config_and_answers_through_the_index(va
     for mid, text in texts.items():
         memories.add(vault, {"id": mid, "subject": "proj", "summary": text}, text)
     result, _ = search.search(vault, "我们家去年春天领养的小狗叫什么名字？", limit=3)
-    store = search._vector_store(vault)
+    store = semantic.vector_store(vault)
     assert store.ann_above == 4 and store.meta()["format"] == vectors.FORMAT_IVF
     snap = store.load()
     assert snap.ivf is not None and snap.uses_ann(statuses={"active"})

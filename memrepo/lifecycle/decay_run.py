@@ -32,7 +32,7 @@ def _nodes(memories: Iterable[Memory]):
 
 
 def _stats(vault: Vault):
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     return stats(vault)
 
 

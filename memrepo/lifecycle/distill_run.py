@@ -103,7 +103,7 @@ def _candidate_memory(c, now: dt.datetime) -> Memory:
 
 def _learned_stopwords(vault: Vault) -> frozenset[str]:
     """Search's learned stopwords (terms of failed recalls): no content for distill either."""
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     try:
         return stats(vault).learned_stopwords()
     except Exception:  # statistics are derived and optional: never stop the nightly run for them
