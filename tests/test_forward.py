@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrepo.retrieval import embed
+from memrepo.retrieval import embed, encoder_process
 from memrepo.retrieval.forward import Forward
 
 pytestmark = pytest.mark.skipif(not embed.available(), reason="the embedding model package is not installed")
@@ -146,12 +146,12 @@ def test_a_vocabulary_with_a_mark_inside_a_piece_is_not_cut_into_chunks():
 def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
-    monkeypatch.setattr(embed, "CHUNK", 5)
+    monkeypatch.setattr(encoder_process, "CHUNK", 5)
     texts = TEXTS + [f"note {i}: 数据库连接池 pool size {i}" for i in range(10)]
     old = model.encode(texts)
-    monkeypatch.setenv(embed.WORKERS_ENV, "1")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "1")
     serial = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
-    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "2")
     parallel = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
     assert_close(serial, old)
     assert_close(parallel, old)

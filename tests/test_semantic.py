@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from memrepo import api
 from memrepo.cli.app import app
-from memrepo.retrieval import embed, search, sync, warm
+from memrepo.retrieval import embed, encoder_process, search, sync, warm
 from memrepo.retrieval import semantic as layer
 from memrepo.review import writes as memories
 
@@ -547,10 +547,10 @@ def test_a_hybrid_score_is_the_best_hits_own_match(bilingual):
 
 def test_a_bulk_encoding_on_two_processes_gives_the_same_vectors(semantic, monkeypatch):
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
-    monkeypatch.setattr(embed, "CHUNK", 3)
+    monkeypatch.setattr(encoder_process, "CHUNK", 3)
     texts = [text for _, text, question in PAIRS for text in (text, question)]
     serial = np.vstack(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
-    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "2")
     seen = []
     parallel = np.vstack(list(embed.Encoder(embed.user_cache_dir()).batches(texts, progress=seen.append)))
     # the same vectors in the same order, within float rounding: a worker computes each token's
