@@ -134,3 +134,23 @@ def on_a_terminal(argv: list[str], *, stream: str = "stdout", env: dict[str, str
     proc.wait()
     os.close(leader)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def index_doc(memory_id: str, text: str, subject: str = "s0", status: str = "active", layer: str = "L1",
+              kind: str = "event", tags: tuple[str, ...] = (), created: int | None = None):
+    """A memory as the index and the vectors read it, whose embedded text is ``text``
+    (``tags``: tag terms; ``created``: epoch seconds)."""
+    from datetime import UTC, datetime
+
+    from memrepo.retrieval.fields import IndexDoc
+    when = None if created is None else datetime.fromtimestamp(created, UTC).isoformat()
+    return IndexDoc(id=memory_id, path=f"memories/{layer}/{memory_id}.md", layer=layer, kind=kind, subject=subject,
+                    fact=None, status=status, summary="", body=text, tags=tuple(tags), created=when, updated=None)
+
+
+def stored(text_hash: str, subject: str, status: str, layer: str, kind: str, tags: tuple[str, ...] = (),
+           created: int | None = None):
+    """What the vectors keep of a memory beside its vector."""
+    from memrepo.retrieval.filters import Facets
+    from memrepo.retrieval.vector_snapshot import Stored
+    return Stored(text_hash, Facets(subject, status, layer, kind, tuple(tags), created))

@@ -176,11 +176,26 @@ def test_only_embed_imports_the_embedding_model():
     assert owners("threadpoolctl") == {"memrepo.retrieval.embed"}
 
 
-def test_only_vectors_embed_and_collect_import_numpy():
-    """numpy: the vector matrix (vectors), the cache of the unpacked model (embed), the
-    scoring of common terms' postings in bulk (collect) and the bulk forward pass (forward)."""
-    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.embed", "memrepo.retrieval.collect",
-                               "memrepo.retrieval.forward"}
+def test_the_modules_that_compute_with_numpy_are_named():
+    """numpy: the vectors' files, loaded state and IVF index (vectors, vector_snapshot, ivf),
+    the cache of the unpacked model and the children's answers (embed), the scoring of common
+    terms' postings in bulk (collect) and the bulk forward pass (forward)."""
+    assert owners("numpy") == {"memrepo.retrieval.vectors", "memrepo.retrieval.vector_snapshot", "memrepo.retrieval.ivf",
+                               "memrepo.retrieval.embed", "memrepo.retrieval.collect", "memrepo.retrieval.forward"}
+
+
+WHOOSH_INTERNALS = ("whoosh.codec", "whoosh.filedb", "whoosh.matching", "whoosh.reading", "whoosh.columns",
+                    "whoosh.util")
+
+
+def test_the_modules_that_use_whoosh_internals_are_the_ones_builder_names():
+    """Whoosh's codec, file tables, matchers and readers: builder (writing segments), collect
+    and lookups (reading them); builder's docstring names these and index (which patches an
+    open searcher's term lookups)."""
+    users = {module_name(p) for p in MODULES if any(i.startswith(WHOOSH_INTERNALS) for i in imports(p))}
+    assert users == {"memrepo.retrieval.builder", "memrepo.retrieval.collect", "memrepo.retrieval.lookups"}, users
+    named = ast.get_docstring(tree(PACKAGE / "retrieval" / "builder.py")) or ""
+    assert all(f":mod:`{m}`" in named for m in users - {"memrepo.retrieval.builder"} | {"memrepo.retrieval.index"})
 
 
 def test_only_sqlite_owners_import_sqlite():

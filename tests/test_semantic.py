@@ -11,13 +11,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import cli, git
+from conftest import cli, git, index_doc, stored
 from typer.testing import CliRunner
 
 from memrepo import api
 from memrepo.cli.app import app
 from memrepo.retrieval import embed, encoder_process, search, sync, warm
 from memrepo.retrieval import semantic as layer
+from memrepo.retrieval.filters import Filters
 from memrepo.review import writes as memories
 
 runner = CliRunner()
@@ -519,11 +520,11 @@ def test_the_cached_tokenizer_splits_exactly_like_the_wheels(tmp_path, semantic)
 
 def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
     from memrepo.retrieval import vectors
-    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     monkeypatch.setattr(vectors, "COMPACT_AT", 3)
     enc = embed.Encoder(tmp_path / "model")
     store = VectorStore(tmp_path / "vectors")
-    docs = [VecDoc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
+    docs = [index_doc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
     store.rebuild(docs[:2], enc, commit="c1")
     first = store.meta()["snapshot"]
     store.apply(docs[2:4], ["m0"], enc, commit="c2")  # 3 lines: still a delta
@@ -567,7 +568,7 @@ def test_a_memorys_keyword_side_does_not_depend_on_how_it_came_into_the_pool(sem
     from memrepo.retrieval.fields import IndexDoc
     from memrepo.retrieval.index import MemoryIndex
     from memrepo.retrieval.ranking import SearchQuery, Tuning
-    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     texts = {
         "pool_limit": "The orders database connection pool is limited to twenty connections.",
         "pool_tuned": "Last week we tuned the connection pool of the orders database.",
@@ -582,7 +583,7 @@ def test_a_memorys_keyword_side_does_not_depend_on_how_it_came_into_the_pool(sem
                          fact=None, status="active", summary=t, body=t, tags=(), created=None,
                          updated=None) for i, t in texts.items()], commit="c1")
     store = VectorStore(tmp_path / "vectors")
-    store.rebuild([VecDoc(i, t, "proj", "active", "L1", "event") for i, t in texts.items()],
+    store.rebuild([index_doc(i, t, "proj", "active", "L1", "event") for i, t in texts.items()],
                   embed.shared(embed.user_cache_dir()), commit="c1")
     vectors = (store.load(), embed.shared(embed.user_cache_dir()))
     query = SearchQuery("Why is the orders database connection pool so small?", limit=10)
@@ -603,7 +604,7 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     pool is never copied (at 100k vectors that copy was 200 MB and 4x the CPU per query)."""
     import tracemalloc
 
-    from memrepo.retrieval.vectors import VecDocMeta, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     rng = np.random.default_rng(3)
     n = 400
     vecs = rng.standard_normal((n, embed.DIM)).astype(np.float32)
@@ -611,7 +612,7 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     status = ["superseded" if i % 10 == 0 else "active" for i in range(n)]  # a wide pool: 90 %
     subject = [f"s{i % 8}" for i in range(n)]                                # a narrow one: 1/8
     store = VectorStore(tmp_path / "vectors")
-    store._write_snapshot([(f"m{i:04d}", VecDocMeta(f"h{i}", subject[i], status[i], "L1", "event"), vecs[i])
+    store._write_snapshot([(f"m{i:04d}", stored(f"h{i}", subject[i], status[i], "L1", "event"), vecs[i])
                            for i in range(n)], "c1", [])
     snap = store.load()
     q = rng.standard_normal(embed.DIM).astype(np.float32)
@@ -619,11 +620,11 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     for only_subject in (None, "s3"):
         pool = [i for i in range(n) if status[i] == "active" and only_subject in (None, subject[i])]
         expect = sorted(pool, key=lambda i: -sims[i])[:10]
-        got = snap.top(q, 10, statuses={"active"}, subject=only_subject)
+        got = snap.top(q, 10, Filters.where(statuses={"active"}, subject=only_subject))
         assert [mid for mid, _ in got] == [f"m{i:04d}" for i in expect]
         assert all(abs(score - sims[int(mid[1:])]) < 1e-5 for mid, score in got)
     tracemalloc.start()
-    snap.top(q, 10, statuses={"active"})
+    snap.top(q, 10, Filters.where(statuses={"active"}))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < vecs.nbytes / 4
@@ -635,13 +636,13 @@ def test_a_process_loads_the_vectors_once_until_they_change(tmp_path):
     delta or the snapshot is rebuilt, even from scratch under the same snapshot name."""
     import shutil
 
-    from memrepo.retrieval.vectors import VecDocMeta, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     rng = np.random.default_rng(4)
 
     def write(n):
         vecs = rng.standard_normal((n, embed.DIM)).astype(np.float32)
         VectorStore(tmp_path / "vectors")._write_snapshot(
-            [(f"m{i}", VecDocMeta(f"h{i}", "proj", "active", "L1", "event"), vecs[i]) for i in range(n)], "c1", [])
+            [(f"m{i}", stored(f"h{i}", "proj", "active", "L1", "event"), vecs[i]) for i in range(n)], "c1", [])
 
     write(5)
     first = VectorStore(tmp_path / "vectors").load()

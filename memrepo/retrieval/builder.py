@@ -1,7 +1,10 @@
 """Writing Whoosh segments: the bulk builder of a full rebuild and the merge policy of updates.
 
-This is the one module that uses Whoosh internals, which is why ``whoosh3`` is pinned exactly
-(``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
+Whoosh's internals are used in four modules, each naming the ones it relies on: this one
+(writing segments), :mod:`memrepo.retrieval.collect` (reading posting blocks and field
+lengths), :mod:`memrepo.retrieval.lookups` (reading term tables and stored fields) and
+:mod:`memrepo.retrieval.index` (an open searcher's term lookups remembered and read by
+position); which is why ``whoosh3`` is pinned exactly (``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
 pool (the attribute and the 5-tuple ``add``/``iter_postings``/``save``/``cleanup`` protocol
 of ``whoosh.writing.PostingPool``), writes each segment with ``SegmentWriter(ix, _lk=False,
 compound=False)`` in forked processes, and commits them all with the parent writer's

@@ -75,12 +75,6 @@ def rerank_texts(summary: str, body: str, tags: Iterable[str], subject: str, fac
     return f"{summary} {body} {tag_text}", f"{subject} {fact} {tag_text}"
 
 
-def tag_terms(tags: Iterable[str]) -> tuple[str, ...]:
-    """The terms of a memory's tags as the ``tag`` field indexes them (the filter's terms):
-    lower case, without the '#', split at commas and stripped."""
-    return tuple(sorted({part.strip() for t in tags for part in t.lower().lstrip("#").split(",") if part.strip()}))
-
-
 def epoch(iso: str | None) -> int | None:
     seconds = epoch_seconds(iso)
     return None if seconds is None else int(seconds)

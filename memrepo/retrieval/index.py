@@ -1,9 +1,10 @@
 """The search index: a derived, rebuildable Whoosh index over the vault's memories.
 
 Index storage and generations. What a memory becomes in the index is
-:mod:`memrepo.retrieval.fields`; the bulk builder and the merge policy (the one place that
-uses Whoosh internals) are :mod:`memrepo.retrieval.builder`; the ranking of a query over an
-open searcher is :mod:`memrepo.retrieval.ranking`; snippets are :mod:`memrepo.retrieval.snippets`.
+:mod:`memrepo.retrieval.fields`; the bulk builder and the merge policy of updates are
+:mod:`memrepo.retrieval.builder` (which lists the modules that use Whoosh internals, this one
+among them: an open searcher's term lookups); the ranking of a query over an open searcher is
+:mod:`memrepo.retrieval.ranking`; snippets are :mod:`memrepo.retrieval.snippets`.
 
 Layout of ``index_dir``::
 

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from memrepo import text
 from memrepo.retrieval import lookups
-from memrepo.retrieval.fields import SCORED, TERMS, epoch, rerank_texts
+from memrepo.retrieval.fields import SCORED, TERMS, rerank_texts
+from memrepo.retrieval.filters import Filters, whoosh_queries
 from memrepo.retrieval.snippets import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.stats import Stats
 
-ALL_STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
 PARSED_FIELDS = ("text", "summary", "keys")   # default fields of the advanced syntax
 
 
@@ -182,7 +182,8 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     plan = _plan(searcher, q.text, learned, tuning)
     if not plan.terms and not q.advanced and semantic is None:   # (with vectors: the nearest memories)
         return SearchResult(q.text, (), True, intent)
-    flt, mask = _filters(q, history)
+    filters = Filters.of(q, history)
+    flt, mask = whoosh_queries(filters)
     wq = _build_query(searcher, q, plan, intent, tuning)
     cands = _collect(searcher, wq, flt, mask, tuning)
     if (tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto")
@@ -195,7 +196,7 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     mix = None
     if semantic is not None and not q.advanced:
         mix = _mix_weight(tuning, intent, history, q.text)
-        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask, wq, tuning,
+        cands = _add_semantic(searcher, cands, semantic, filters, flt, mask, wq, tuning,
                               vector_led=intent != "fact" or len(cands) < q.limit)
     cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
     _calibrate(cands, mix)
@@ -244,12 +245,7 @@ def _mix_weight(tuning: Tuning, intent: str, history: bool, query: str) -> float
     return a
 
 
-def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
-    return {"active"} | ({"archived"} if q.deep else set()) \
-        | ({"superseded", "rolled_back"} if history else set())
-
-
-def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
+def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, filters: Filters,
                   flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
     filters (the subject/layer/kind/status/tag/date pool in numpy; Whoosh's filter checks them
@@ -263,8 +259,7 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     if not vector_led:
         return cands
     have = {c.fields["id"] for c in cands}
-    near = vec.top(semantic.vector(), tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
-                   statuses=_allowed_statuses(q, history), tag=_tag_term(q.tag), since=epoch(q.since))
+    near = vec.top(semantic.vector(), tuning.semantic_pool, filters)  # type: ignore[attr-defined]
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     added: list[_Cand] = []
     for mid, c in near:
@@ -370,27 +365,6 @@ def _parse_advanced(searcher, query: str):
         return parser.parse(query)
     except Exception:
         return None
-
-
-def _tag_term(tag: str | None) -> str | None:
-    """The ``tag`` field's term a tag filter asks for."""
-    return tag.lower().lstrip("#") if tag else None
-
-
-def _filters(q: SearchQuery, history: bool):
-    from whoosh import query as wq
-    allowed = _allowed_statuses(q, history)
-    mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
-    parts = []
-    for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
-                         ("tag", _tag_term(q.tag))):
-        if value:
-            parts.append(wq.Term(field, value))
-    since = epoch(q.since)
-    if since is not None:
-        parts.append(wq.NumericRange("created_ts", since, None))
-    flt = wq.And(parts) if len(parts) > 1 else (parts[0] if parts else None)
-    return flt, mask
 
 
 def _collect(searcher, query, flt, mask, tuning: Tuning) -> list[_Cand]:

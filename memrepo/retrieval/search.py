@@ -25,7 +25,6 @@ from memrepo.retrieval.semantic import (
     semantic_sync,
     unavailable,
     unavailable_notice,
-    vec_doc,
     vector_state,
     vector_store,
 )
@@ -85,10 +84,8 @@ def reindex(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
             vector_progress: Callable[[int, int], None] | None = None) -> tuple[int, str, int]:
     """``memrepo reindex``: the search index and the vectors anew, every memory file read once
     for both; (memories indexed, vector state, vectors)."""
-    docs: list | None = None
-    if vector_state(vault) == "hybrid":   # only their vectors' text is kept, not each whole memory
-        docs = []
-    count = rebuild(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(vec_doc(d))))
+    docs: list | None = [] if vector_state(vault) == "hybrid" else None
+    count = rebuild(vault, progress=progress, each=None if docs is None else docs.append)
     state, vectors = rebuild_vectors(vault, progress=vector_progress, docs=docs)
     return count, state, vectors
 
@@ -102,7 +99,7 @@ def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None
     state, notice): "building" when another process is writing the vectors."""
     state = vector_state(vault)
     docs: list | None = [] if state == "hybrid" else None
-    report = sync(vault, progress=progress, each=None if docs is None else (lambda d: docs.append(vec_doc(d))))
+    report = sync(vault, progress=progress, each=None if docs is None else docs.append)
     if state != "hybrid":
         return state, "; ".join(filter(None, (report.notice, unavailable_notice() if state == "unavailable" else None))) or None
     from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt

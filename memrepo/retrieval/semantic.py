@@ -52,15 +52,6 @@ def vector_store(vault: Vault):
     return VectorStore(vault.index_dir / "vectors", ann_above=vault.config.get("search", "ann_above", 0))
 
 
-def vec_doc(doc):
-    """What the vectors keep of an index document."""
-    from memrepo.retrieval import embed
-    from memrepo.retrieval.fields import epoch, tag_terms
-    from memrepo.retrieval.vectors import VecDoc
-    return VecDoc(doc.id, embed.memory_text(doc.summary, doc.body), doc.subject, doc.status, doc.layer, doc.kind,
-                  tag_terms(doc.tags), epoch(doc.created))
-
-
 def encode_ahead(vault: Vault, queries: list) -> dict:
     """Start encoding the queries (:meth:`~memrepo.retrieval.embed.Encoder.query_soon`) when the vault's vectors are there
     to be searched: the model runs while git is consulted and the keywords are ranked."""
@@ -199,7 +190,7 @@ def catch_up_vectors(vault: Vault, store, *, wait: bool = False,
         return (f"{len(todo)} memory files changed since the semantic vectors were built: updating them in "
                 "the background, keywords only until they are ready")
     upserts, deletes = read_changed(vault, todo)
-    store.apply([vec_doc(d) for d in upserts], deletes, embed.shared(embed.user_cache_dir()), commit=head,
+    store.apply(upserts, deletes, embed.shared(embed.user_cache_dir()), commit=head,
                 dirty=sorted(dirty))
     return None
 
@@ -207,11 +198,11 @@ def catch_up_vectors(vault: Vault, store, *, wait: bool = False,
 def build_vectors(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
                   docs: list | None = None) -> int:
     """Encode every memory of the working tree (texts already encoded are reused by hash);
-    ``docs``: their :func:`vec_doc`, when the caller has just read them all."""
+    ``docs``: their index documents, when the caller has just read them all."""
     from memrepo.retrieval import embed
     head = git.rev_parse(vault.root, "HEAD")
     if docs is None:
-        docs = [vec_doc(d) for d in read_all(vault)[1]]
+        docs = list(read_all(vault)[1])
     count = vector_store(vault).rebuild(docs, embed.shared(embed.user_cache_dir()), commit=head, progress=progress,
                                          dirty=sorted(scan.load(vault).paths))
     note_model_failure(vault, None)
