@@ -665,7 +665,7 @@ def test_a_query_encoded_ahead_is_the_query_encoded_inline(bilingual):
     vectors and the hits are the ones an inline encoding gives."""
     encoder = embed.shared(embed.user_cache_dir())
     for _memory_id, _text, question in PAIRS:
-        assert (encoder.query_soon(question).result() == encoder.query(question)).all()
+        assert (encoder.queries_soon([question])[question].result() == encoder.query(question)).all()
     queries = [search.make_query(question, limit=3) for _m, _t, question in PAIRS]
     ahead, _ = search.search_many(bilingual, queries)
     index = warm.index(bilingual)

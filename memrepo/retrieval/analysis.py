@@ -151,11 +151,6 @@ class ScoredText(TEXT):
                 for t, n in freqs.items()]
 
 
-def memory_analyzer() -> MemoryTokenizer:
-    """Analyzer for prose fields (summary, body, tags)."""
-    return MemoryTokenizer()
-
-
 # ------------------------------------------------------------------ query analysis ---
 
 _HISTORY_RE = re.compile(

@@ -126,7 +126,7 @@ class Encoder:
 
     def _load(self):
         if self._model is None:
-            with self._lock:  # a query encoded ahead (:meth:`query_soon`) may be loading it
+            with self._lock:  # a query encoded ahead (:meth:`queries_soon`) may be loading it
                 if self._model is None:
                     self._model = self._load_model()
         return self._model
@@ -218,11 +218,6 @@ class Encoder:
         if self._queries is False:
             return self._load().encode([text])[0]
         return self._queries.encode([text])[0]
-
-    def query_soon(self, text: str) -> Future | QueryVector:
-        """:meth:`query` begun now, its vector taken when the ranking needs it (``.result()``):
-        one search's :meth:`queries_soon`."""
-        return self.queries_soon([text])[text]
 
     def queries_soon(self, texts: Iterable[str]) -> dict[str, Future | QueryVector]:
         """The vectors of one search's query texts begun now (each taken with ``.result()``

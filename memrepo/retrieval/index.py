@@ -24,8 +24,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -245,11 +244,6 @@ class MemoryIndex:
         # or a vanished directory: a rebuild swapped generations under us.
         return (isinstance(exc, FileNotFoundError) or self._current() != gen
                 or not (self.dir / gen).is_dir())
-
-    @contextmanager
-    def _searcher(self) -> Iterator[object]:
-        """The process's searcher of the live index (opened once, refreshed when stale)."""
-        yield self._cached_searcher()
 
     def _cached_searcher(self):
         # Opening the index and a searcher costs milliseconds at 100k memories; a process

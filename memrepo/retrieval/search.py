@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from memrepo.errors import UsageError
-from memrepo.retrieval.queries import QUERY_FILTERS, hit_dict, make_query, read_queries, result_dict
+from memrepo.retrieval.queries import make_query, read_queries, result_dict
 from memrepo.retrieval.semantic import (
     SEMANTIC_ENV,
     build_vectors,
@@ -33,13 +33,12 @@ from memrepo.retrieval.warm import inode, stats, warm
 from memrepo.store.vault import Vault
 
 # names callers find here (the API, the CLI, the MCP server), whichever room owns them
-__all__ = ["QUERY_FILTERS", "SEMANTIC_ENV", "SyncReport", "catch_up", "hit_dict", "make_query", "mark_useful",
-           "read_queries", "rebuild", "reindex", "result_dict", "search", "search_many", "stats", "sync",
-           "unavailable_notice", "vector_state"]
+__all__ = ["SEMANTIC_ENV", "catch_up", "make_query", "mark_useful", "read_queries", "rebuild", "reindex", "result_dict",
+           "search", "search_many", "sync", "unavailable_notice", "vector_state"]
 
 
 def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
-    """One query (``filters``: :data:`QUERY_FILTERS`); (result, sync report)."""
+    """One query (``filters``: :data:`memrepo.retrieval.queries.QUERY_FILTERS`); (result, sync report)."""
     results, report = search_many(vault, [make_query(text, **filters)], session=session, log_recalls=log_recalls)
     return results[0], report
 

@@ -53,7 +53,7 @@ def vector_store(vault: Vault):
 
 
 def encode_ahead(vault: Vault, queries: list) -> dict:
-    """Start encoding the queries (:meth:`~memrepo.retrieval.embed.Encoder.query_soon`) when the vault's vectors are there
+    """Start encoding the queries (:meth:`~memrepo.retrieval.embed.Encoder.queries_soon`) when the vault's vectors are there
     to be searched: the model runs while git is consulted and the keywords are ranked."""
     if not queries or not semantic_enabled(vault):
         return {}
