@@ -100,7 +100,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     clusters = matching.cluster(scores)
     inner = matching.split_scores(clusters, scores)
     known_list = sorted(known, key=lambda k: k.key)
-    found, reinforcements, suppressed = [], [], []
+    found: list[Candidate] = []
+    reinforcements: list[Reinforcement] = []
+    suppressed: list[Suppressed] = []
     used: set[str] = set()
     for cluster, cluster_scores in zip(clusters, inner):
         for members, inner_scores in matching.coherent(cluster, cluster_scores, weights,

@@ -68,7 +68,7 @@ def describe(group: Sequence[Doc], members: Sequence[int],
 
 def _central_sentence(group: Sequence[Doc], vecs: Sequence[dict[str, float]]) -> str:
     """The member sentence closest to the members' centroid (ties: earliest): the statement."""
-    centroid: Counter[str] = Counter()
+    centroid: dict[str, float] = defaultdict(float)
     for vec in vecs:
         for term, w in vec.items():
             centroid[term] += w
@@ -87,7 +87,8 @@ def _central_sentence(group: Sequence[Doc], vecs: Sequence[dict[str, float]]) ->
 def cap(found: list[Candidate], per_subject: int,
          per_run: int) -> tuple[list[Candidate], list[Candidate]]:
     """The best-evidenced candidates within the caps, and the rest (best first)."""
-    kept, capped = [], []
+    kept: list[Candidate] = []
+    capped: list[Candidate] = []
     per: Counter[str] = Counter()
     for c in sorted(found, key=lambda c: (-c.score, c.id)):
         if per[c.subject] >= per_subject or len(kept) >= per_run:
@@ -115,13 +116,13 @@ def near_misses(docs: Sequence[Doc], weights: Sequence[dict[str, float]], df: Co
     for c in chatter:
         for kind in sorted(set(c.kinds)) or ["small talk"]:
             by_kind[(c.speaker, kind)].append(c)
-    for (speaker, kind), group in sorted(by_kind.items()):
-        days = sorted({c.day for c in group})
+    for (speaker, kind), said in sorted(by_kind.items()):
+        days = sorted({c.day for c in said})
         if len(days) >= min_occurrences:
             reason = (f"not about the speaker ({kind})" if kind in NOT_SMALL_TALK else f"small talk ({kind})")
             out.append({"reason": reason, "speaker": speaker or None, "days": len(days),
-                        "members": [c.entry.id for c in group][:12],
-                        "example": _clip(group[0].entry.summary or group[0].entry.body, 100)})
+                        "members": [c.entry.id for c in said][:12],
+                        "example": _clip(said[0].entry.summary or said[0].entry.body, 100)})
     taken = {m for c in (*candidates, *capped) for m in c.members}
     low = similarity * 0.7
     pairs = matching.candidate_pairs(weights, df, None, threshold=low, signature_size=signature_size,
@@ -160,7 +161,7 @@ def near_misses(docs: Sequence[Doc], weights: Sequence[dict[str, float]], df: Co
 def shared_terms(vecs: Sequence[dict[str, float]], limit: int = 5) -> tuple[str, ...]:
     """Content terms held by at least half the members (and two), most widely held first."""
     held: Counter[str] = Counter()
-    weight: Counter[str] = Counter()
+    weight: dict[str, float] = defaultdict(float)
     for vec in vecs:
         for term, w in vec.items():
             if not term.startswith((FACT_PREFIX, TAG_PREFIX)):
@@ -216,7 +217,7 @@ def _pattern_key(layer: str, subject: str, fact: str | None, shared: Sequence[st
 def _representative(group: Sequence[Doc], members: Sequence[int],
                     inner: dict[tuple[int, int], float]) -> Doc:
     """The member most similar to the others (ties: earliest id): the pattern's wording."""
-    total: Counter[int] = Counter()
+    total: dict[int, float] = defaultdict(float)
     for (a, b), s in inner.items():
         total[a] += s
         total[b] += s

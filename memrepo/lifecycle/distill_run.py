@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from memrepo.lifecycle.runs import free_proposal_id, read_main, resolve_now, run_log
 from memrepo.model import Memory, parse_timestamp
@@ -67,7 +67,7 @@ def known_patterns(vault: Vault):
     from memrepo.review import proposals
     found: dict[str, KnownPattern] = {}
 
-    def note(memory: Memory, status: str) -> None:
+    def note(memory: Memory, status: Literal["proposed", "applied", "rejected"]) -> None:
         if memory.meta.get("source") != "distill":
             return
         found[memory.id] = KnownPattern(memory.id, tuple(memory.meta.get("links", ())), status,

@@ -64,14 +64,16 @@ def prepare(entries: Iterable[Entry], *, now: datetime,
     start = now - timedelta(days=window_days)
     entries = sorted(entries, key=lambda e: (str(e.id), str(e.created)))
     names = frozenset(n for e in entries for n in _name_words(speaker_of(e)))
-    docs, skipped, chatter, outside, seen = [], [], [], 0, set()
+    docs: list[Doc] = []
+    skipped: list[Skipped] = []
+    chatter: list[Chatter] = []
+    outside, seen = 0, set[str]()
     for entry in entries:
         problem = _problem(entry, seen)
         when = None if problem else aware_time(entry.created)
-        if not problem and when is None:
-            problem = f"unparsable created date {entry.created!r} (need ISO-8601 with time zone)"
-        if problem:
-            skipped.append(Skipped(str(getattr(entry, "id", "") or "?"), problem))
+        if when is None:
+            skipped.append(Skipped(str(getattr(entry, "id", "") or "?"), problem or
+                                   f"unparsable created date {entry.created!r} (need ISO-8601 with time zone)"))
             continue
         seen.add(entry.id)
         if not start < when <= now:
@@ -125,7 +127,8 @@ def _label(text: str) -> str:
 
 def _unlabelled(text: str) -> str:
     """``text`` without a leading ``Name:`` transcript label."""
-    return text[len(_LABEL_RE.match(text).group(0)):] if _label(text) else text
+    match = _LABEL_RE.match(text) if _label(text) else None
+    return text[len(match.group(0)):] if match else text
 
 
 def _name_words(speaker: str) -> list[str]:

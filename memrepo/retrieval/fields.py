@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from memrepo import text
 from memrepo.model import epoch_seconds
@@ -100,7 +101,7 @@ def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
     # identifiers written in the text (INC-88814, release.auto_publish) are exact keys too
     ids = dict.fromkeys(k.lower().strip(".-_") for k in find_keys(f"{doc.summary} {doc.body}"))
     keys = " ".join(x for x in (doc.subject, doc.fact, *facets, *ids) if x)
-    out = dict(
+    out: dict[str, Any] = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
         fact=doc.fact or "", status=doc.status, tag=",".join(t.lower().lstrip("#") for t in doc.tags),
         group=_group(doc),

@@ -98,7 +98,7 @@ def whoosh_queries(filters: Filters) -> tuple[Any, Any]:
     from whoosh import query as wq
     allowed = filters.statuses if filters.statuses is not None else ALL_STATUSES
     mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
-    parts = [wq.Term(field, value) for field, value in filters.exact]
+    parts: list[wq.Query] = [wq.Term(field, value) for field, value in filters.exact]
     if filters.tag:
         parts.append(wq.Term("tag", filters.tag))
     if filters.since is not None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from itertools import chain
+from typing import Literal
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class Forward:
         self._lock = threading.Lock()   # the kept parts: one encoding at a time
         self.memo: dict[str, list[int]] = {}
         self.split: bool | None = None     # whether the tokenizer runs per chunk (:meth:`_chunked`)
-        self.ascii: dict[int, str] | bool | None = None   # :func:`_ascii_table` (False: none)
+        self.ascii: dict[int, str] | Literal[False] | None = None   # :func:`_ascii_table` (False: none)
 
     def tokenize(self, text: str, *, keep: bool = True) -> list[int]:
         """The tokenizer's ids of ``text`` (with its begin and end marks). When the tokenizer
@@ -356,7 +357,7 @@ class Forward:
         out[:] = z
 
 
-def _ascii_table(normalizer) -> dict[int, str] | bool:
+def _ascii_table(normalizer) -> dict[int, str] | Literal[False]:
     """What the tokenizer's normalizer does to ASCII text, as a ``str.translate`` table, or
     False when it does more than the following. For an ASCII text its loop over the bytes
     replaces each byte by one-byte ``_ascii`` entries (itself, a space for tab and line breaks,

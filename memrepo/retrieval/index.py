@@ -26,7 +26,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memrepo.retrieval import builder, lookups
 from memrepo.retrieval.fields import IndexDoc, doc_fields, schema
@@ -80,7 +80,7 @@ class MemoryIndex:
         self.dir = Path(index_dir)
         self.stats = stats
         self.tuning = tuning or DEFAULT_TUNING
-        self._cache: tuple[str, object] | None = None  # (generation, open searcher)
+        self._cache: tuple[str, Any] | None = None  # (generation, open searcher)
         self._files: dict[str, tuple[tuple, str]] = {}  # path -> (its stat, its text)
         self._complete: tuple | None = None  # (generation, CURRENT's stat) known to have its files
 
@@ -345,7 +345,7 @@ def _remember_term_lookups(leaf) -> None:
     holds for the searcher's life."""
     table = getattr(getattr(leaf, "_terms", None), "_tindex", None)
     find = getattr(table, "ranges_for_key", None)
-    if find is None or getattr(table, "_memrepo_remembers", False):
+    if table is None or find is None or getattr(table, "_memrepo_remembers", False):
         return  # another codec (nothing to remember), or a reader already remembering
     known: dict[bytes, list] = {}
 

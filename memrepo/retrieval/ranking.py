@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
@@ -151,7 +152,7 @@ class _Cand:
 @dataclass
 class _Plan:
     """The query's analysed terms, their document frequencies and the searched subset."""
-    terms: Counter                 # every analysed term with its count in the query
+    terms: Mapping[str, float]     # every analysed term with its (weighted) count in the query
     df: dict[str, int]             # document frequency in the scored field (0: no memory)
     searched: dict[str, float]     # term -> query boost, the terms given to Whoosh
     n: int                         # documents in the index
@@ -283,7 +284,7 @@ def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Pla
     df = {t: lookups.doc_frequency(searcher, SCORED, t) for t in counts}
     if learned and counts:
         drop = {t for t in counts if t in learned and df[t] / n >= tuning.stop_df}
-        kept = Counter({t: c for t, c in counts.items() if t not in drop})
+        kept = {t: c for t, c in counts.items() if t not in drop}
         counts = kept or counts
     qtf = (lambda c: float(c)) if tuning.qtf_linear else (
         lambda c: 1.0 + math.log(c) if c >= 1.0 else c)
@@ -304,7 +305,7 @@ _SPEAKER_RE = re.compile(r"^\s*[*_]*([^\s:：*_]{1,24})[*_]*\s*[:：]")
 ASSISTANTS = frozenset({"助手", "智能助手", "assistant", "ai", "bot", "agent", "model"})
 
 
-def _query_counts(query: str, tuning: Tuning) -> Counter:
+def _query_counts(query: str, tuning: Tuning) -> Mapping[str, float]:
     """Query terms with their (possibly fractional) counts. In a transcript (two or more
     lines that start with a speaker label, one of them an assistant) the assistant's lines
     count ``assistant_lines`` each: what the user said is what names the memory."""
@@ -313,13 +314,13 @@ def _query_counts(query: str, tuning: Tuning) -> Counter:
     if tuning.assistant_lines == 1.0 or sum(s is not None for s in speakers) < 2 \
             or not any(s in ASSISTANTS for s in speakers):
         return Counter(text.terms(query, unigrams=tuning.query_unigrams))
-    counts: Counter = Counter()
+    counts: dict[str, float] = {}
     speaker = None
     for line, who in zip(lines, speakers):
         speaker = who or speaker  # an unlabelled line continues the previous turn
         w = tuning.assistant_lines if speaker in ASSISTANTS else 1.0
         for t in text.terms(line, unigrams=tuning.query_unigrams):
-            counts[t] += w
+            counts[t] = counts.get(t, 0.0) + w
     return counts
 
 

@@ -163,11 +163,12 @@ def catch_up_vectors(vault: Vault, store, *, wait: bool = False,
     indexed = store.commit()
     changed: set[str] = set()
     if indexed != head and head:
+        diffed: set[str] | None
         try:
-            changed = {c.path for c in git.diff_tree(vault.root, indexed, head, MEMORY_ROOTS)} if indexed else None
+            diffed = {c.path for c in git.diff_tree(vault.root, indexed, head, MEMORY_ROOTS)} if indexed else None
         except MemrepoError:
-            changed = None
-        if changed is None:  # the commit the vectors reflect is gone: re-read everything (cached by hash)
+            diffed = None
+        if diffed is None:  # the commit the vectors reflect is gone: re-read everything (cached by hash)
             total = sum(1 for p in vault.tree_paths() if is_memory_path(p))
             if total > INLINE_BUILD_MAX and not wait:
                 start_background_build(vault)
@@ -175,6 +176,7 @@ def catch_up_vectors(vault: Vault, store, *, wait: bool = False,
                         "background, keywords only until they are ready")
             build_vectors(vault, progress=progress)
             return None
+        changed = diffed
     dirty = set(scan.load(vault).paths)  # the index sync just looked at the working tree
     was_dirty = set(store.dirty())
     todo = changed | dirty | was_dirty

@@ -100,7 +100,9 @@ class Snapshot:
         for meta, vec in self.delta.values():
             if meta is not None and meta.hash == text_hash:
                 return vec
-        rows = np.flatnonzero(self.hashes == text_hash) if len(self.hashes) else ()
+        if not len(self.hashes):
+            return None
+        rows = np.flatnonzero(self.hashes == text_hash)
         return self.vecs[self._m(rows[0])] if len(rows) else None
 
     def cache(self) -> dict[str, np.ndarray]:
@@ -115,9 +117,9 @@ class Snapshot:
 
     def items(self) -> Iterator[tuple[str, Stored, np.ndarray]]:
         for i in np.flatnonzero(self.alive):
-            yield str(self.ids[i]), self._row_meta(i), self.vecs[self._m(i)]
+            yield str(self.ids[i]), self._row_meta(int(i)), self.vecs[self._m(i)]
         for mid, (meta, vec) in self.delta.items():
-            if meta is not None:
+            if meta is not None and vec is not None:   # (a deletion has neither)
                 yield mid, meta, vec
 
     # ---- delta ---------------------------------------------------------------------

@@ -44,7 +44,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib import format as npformat
@@ -327,7 +327,8 @@ class VectorStore:
         """Append changed and deleted memories (ids) to the delta; returns how many texts were encoded."""
         with self.lock():
             s = self.load()
-            lines, encoded = [], 0
+            lines: list[tuple[str, Stored | None, Any]] = []
+            encoded = 0
             pending = []
             for d in upserts:
                 text = _text(d)
@@ -352,8 +353,8 @@ class VectorStore:
                     _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
                 return encoded
             _LOADED.pop(self.dir, None)  # ``s`` changes below: nobody may reuse it unless the write succeeds
-            for mid, meta, vec in lines:
-                s.override(mid, meta, vec)
+            for mid, stored, vec in lines:
+                s.override(mid, stored, vec)
             s.delta_lines += len(lines)
             if s.delta_lines > COMPACT_AT:
                 self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty), previous=s)
@@ -389,7 +390,7 @@ class VectorStore:
         vecs = np.zeros((len(entries), embed.DIM), dtype=np.float32)
         for i, (_, _, v) in enumerate(entries):
             vecs[i] = v
-        arrays = {"ids": np.array([e[0] for e in entries], dtype=str),
+        arrays: dict[str, Any] = {"ids": np.array([e[0] for e in entries], dtype=str),
                   "hashes": np.array([e[1].hash for e in entries], dtype=str)}
         ann = self._index(vecs, arrays["ids"], previous) if len(entries) >= self.ann_above else None
         if ann is None:
