@@ -127,3 +127,7 @@ run git --git-dir "$SERVER" log --all --oneline
 cd "$V"
 
 step "Done. The vault was $V (deleted on exit)."
+UI_VAULT="${TMPDIR:-/tmp}/memrepo-demo-vault"   # a copy that outlives the tour, for the web page
+rm -rf "$UI_VAULT" && cp -a "$V" "$UI_VAULT"
+step "11. See it in a browser (proposals, diffs, history, graph): a copy is kept at $UI_VAULT"
+echo "  $(command -v memrepo) ui --vault $UI_VAULT"

@@ -133,12 +133,13 @@ EXAMPLES: dict[str, str] = {
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
     "mcp": "memrepo --vault ~/agent-memory mcp\nmemrepo mcp --agent executor",
     "daemon": "memrepo daemon status\nmemrepo daemon stop",
+    "ui": "memrepo ui\nmemrepo ui --read-only --lang zh --port 8765 --no-open",
     "daemon start": "memrepo daemon start --json",
     "daemon stop": "memrepo daemon stop",
     "daemon status": "memrepo daemon status --json",
 }
 # Commands without --json, and why (a test requires --json of every other command).
-NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
+NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself", "ui": "a web server: it serves pages"}
 
 
 def examples_epilog(path: str) -> str | None:
@@ -421,18 +422,27 @@ def proposals_list(ctx: typer.Context,
 def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
                    remote: str = typer.Option("origin", help="Git remote to push to."), as_json: bool = JsonOpt):
     """Push a proposal branch so the team can open a pull request (never forced)."""
-    from memrepo.review import proposals
+    from memrepo import api
     with _vault() as vault:
-        branch = proposals.push_proposal(vault, proposal_id, remote=remote)
-    _out({"proposal": proposal_id, "branch": branch, "remote": remote}, as_json,
-         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+        branch = api.push_proposal(vault, proposal_id, remote=remote)
+        url = api.compare_url(vault, proposal_id, remote=remote)
+    _out({"proposal": proposal_id, "branch": branch, "remote": remote, "compare_url": url}, as_json,
+         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal"
+         + (f"\n  pull request: {url}" if url else ""))
 
 
 @app.command()
 def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal id (or the id of a memory it carries)."),
+           markdown: bool = typer.Option(False, "--markdown", help="Print the card and the field-aware diff as markdown (a pull request description)."),
            as_json: bool = JsonOpt):
     """Show a proposal's review card: who, what it supersedes, evidence, effects, rollback point."""
     from memrepo.review import proposals
+    if markdown:
+        from memrepo import api
+        with _vault() as vault:
+            text = api.review_markdown(vault, proposal_id)
+        _out({"proposal": proposal_id, "markdown": text}, as_json, text.rstrip("\n"))
+        return
     with _vault() as vault:
         p = proposals.get(vault, proposal_id)
         text = proposals.card(vault, proposal_id)
@@ -826,7 +836,13 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
              "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
              "proposed": f"{result.id} -> proposal {result.proposal} (review: memrepo review {result.proposal})"}[result.outcome]
-    _out(result.as_dict(), as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else ""))
+    url = None
+    if result.proposal:
+        from memrepo import api
+        with _vault() as vault:
+            url = api.compare_url(vault, result.proposal)
+    _out({**result.as_dict(), **({"compare_url": url} if result.proposal else {})}, as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else "")
+         + (f"\n  pull request, once pushed ('memrepo proposals push {result.proposal}'): {url}" if url else ""))
 
 
 @app.command("cite")
@@ -965,6 +981,11 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
          + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+
+
+from memrepo.cli import ui as ui_command  # noqa: E402  (memrepo ui, in its own module)
+
+ui_command.register(app)
 
 
 # ---- daemon: the background server that answers search, recall, context and add warm
