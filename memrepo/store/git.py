@@ -34,7 +34,9 @@ from memrepo.store.git_records import (
     RefChange,
     TreeEntry,
     data_block,
+    parse_batch,
     parse_log,
+    parse_log_raw,
     parse_raw_diff,
     quote_path,
     ref_error,
@@ -360,18 +362,7 @@ def log_raw(root: Path, rev: str, *, paths: Iterable[str], reverse: bool = False
     ``paths``, each commit with the blob ids before and after of every file it changed."""
     args = ["log", "--first-parent", "--diff-merges=first-parent", "--raw", "--no-renames", "--no-abbrev",
             "--format=\x1e" + LOG_FORMAT.replace("%x1e", "\x1d")] + (["--reverse"] if reverse else [])
-    out = _run(root, *args, rev, "--", *paths)
-    result = []
-    for record in filter(None, out.split("\x1e")):
-        head, _, raw = record.partition("\x1d")
-        entry = next(parse_log(head + "\x1e"))
-        changes = []
-        for line in filter(None, raw.strip("\n").split("\n")):
-            meta, path = line.split("\t", 1)
-            _om, _nm, old_sha, new_sha, status = meta[1:].split()
-            changes.append(RawChange(old_sha, new_sha, status[0], path))
-        result.append((entry, changes))
-    return result
+    return parse_log_raw(_run(root, *args, rev, "--", *paths))
 
 
 def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000, renames: bool = True) -> list[str]:
@@ -553,17 +544,7 @@ def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = _run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
-    found, pos = {}, 0
-    for sha in wanted:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        if len(header) < 3 or header[1] == b"missing":
-            raise GitError(f"object {sha} is missing from the repository")
-        size = int(header[2])
-        found[sha] = out[end + 1:end + 1 + size]
-        pos = end + 1 + size + 1
-    return found
+    return parse_batch(_run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode()), wanted)
 
 
 def _run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:

@@ -6,7 +6,7 @@ the functions below and writes a fast-import stream with their help.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from memrepo.errors import GitError, GitLocked, MemrepoError, RefMoved
@@ -111,3 +111,34 @@ def quote_path(path: str) -> bytes:
 
 def data_block(payload: bytes) -> bytes:
     return b"data %d\n" % len(payload) + payload + b"\n"
+
+
+def parse_log_raw(out: str) -> list[tuple[LogEntry, list[RawChange]]]:
+    """``git log --raw`` with :data:`LOG_FORMAT`'s fields after a \\x1e and before a \\x1d: each
+    commit with the blob ids before and after of every file it changed."""
+    result = []
+    for record in filter(None, out.split("\x1e")):
+        head, _, raw = record.partition("\x1d")
+        entry = next(parse_log(head + "\x1e"))
+        changes = []
+        for line in filter(None, raw.strip("\n").split("\n")):
+            meta, path = line.split("\t", 1)
+            _om, _nm, old_sha, new_sha, status = meta[1:].split()
+            changes.append(RawChange(old_sha, new_sha, status[0], path))
+        result.append((entry, changes))
+    return result
+
+
+def parse_batch(out: bytes, wanted: Sequence[str]) -> dict[str, bytes]:
+    """``git cat-file --batch``'s answer to ``wanted`` (in order): object id -> bytes;
+    :class:`GitError` for an object the repository does not have."""
+    found, pos = {}, 0
+    for sha in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) < 3 or header[1] == b"missing":
+            raise GitError(f"object {sha} is missing from the repository")
+        size = int(header[2])
+        found[sha] = out[end + 1:end + 1 + size]
+        pos = end + 1 + size + 1
+    return found
