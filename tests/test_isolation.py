@@ -4,6 +4,7 @@ git identity, or with a background server enabled, must not change what a test s
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 
 ISOLATED = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "MEMREPO_SEMANTIC",
@@ -16,7 +17,7 @@ def _isolation() -> dict[str, str | None]:
 
 def test_a_tests_monkeypatch_undo_keeps_the_isolation(monkeypatch, tmp_path):
     isolated = _isolation()
-    assert isolated["MEMREPO_DAEMON"] == "0" and isolated["HOME"] != os.path.expanduser("~root")
+    assert isolated["MEMREPO_DAEMON"] == "0" and isolated["HOME"] != pwd.getpwuid(os.getuid()).pw_dir
     monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.undo()
