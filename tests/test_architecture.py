@@ -183,6 +183,13 @@ def test_only_the_mcp_server_imports_the_mcp_sdk():
     assert owners("mcp") == {"memrepo.mcp.server"}
 
 
+def test_only_claude_memory_imports_the_anthropic_sdk():
+    """The Anthropic SDK is an optional extra: one module owns it, and nothing imports that module
+    but the api's lazy name (so memrepo runs without the SDK)."""
+    assert owners("anthropic") == {"memrepo.agents.claude_memory"}
+    assert {module_name(p) for p in MODULES if "memrepo.agents.claude_memory" in internal(p)} == set()
+
+
 def test_only_foreign_imports_frontmatter():
     assert owners("frontmatter") == {"memrepo.store.foreign"}
 

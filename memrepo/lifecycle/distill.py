@@ -42,7 +42,16 @@ from datetime import datetime
 from memrepo.config import DEFAULTS
 from memrepo.lifecycle import distill_match as matching
 from memrepo.lifecycle.distill_describe import cap, describe, near_misses, route, shared_fact, shared_terms
-from memrepo.lifecycle.distill_terms import content_terms, drop_thin, everywhere, prepare, speaker_of, weigh
+from memrepo.lifecycle.distill_terms import (
+    SPEAKER_SHARE,
+    content_terms,
+    drop_thin,
+    everywhere,
+    prepare,
+    speaker_of,
+    speaker_terms,
+    weigh,
+)
 from memrepo.lifecycle.distill_values import (
     Candidate,
     CountBy,
@@ -68,7 +77,8 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
                   common_day_share: float = _DISTILL["common_day_share"],
                   max_per_subject: int = _DISTILL["max_per_subject"],
                   max_per_run: int = _DISTILL["max_per_run"],
-                  stopwords: Iterable[str] = (), explain: bool = False) -> DistillResult:
+                  stopwords: Iterable[str] = (), explain: bool = False,
+                  speaker_share: float = SPEAKER_SHARE) -> DistillResult:
     """Find patterns recurring on ``min_occurrences`` distinct days (or sessions).
 
     ``similarity`` is the score two entries need to be joined: the cosine of their TF-IDF
@@ -79,7 +89,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     (at least ``bucket_cap`` entries) above which a term is too common to say which thing
     recurs: it still dilutes an entry's vector but never makes two entries similar; so is a
     term seen on ``common_day_share`` of the days or more (terms that recur everywhere carry
-    no content), and any of ``stopwords`` (e.g. search's learned stopwords).
+    no content), and any of ``stopwords`` (e.g. search's learned stopwords) — unless one
+    speaker says it: a common term held ``speaker_share`` or more by one speaker's entries
+    (not a participant's name) is that speaker's recurring topic, a conversation's main topic.
     ``min_coherence`` is how close, on average, members must be to their cluster's centroid;
     a looser cluster (a chain of "User prefers X" / "User prefers Y" …) is split by raising
     the join threshold inside it until its parts are coherent.
@@ -91,7 +103,8 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     """
     docs, skipped, out_of_window, chatter = prepare(entries, now=now, window_days=window_days)
     too_common = max(bucket_cap, int(max_df * len(docs)))
-    weights, df = weigh(docs, too_common, everywhere(docs, common_day_share) | set(stopwords))
+    owned = speaker_terms(docs, speaker_share)
+    weights, df = weigh(docs, too_common, (everywhere(docs, common_day_share) - owned) | set(stopwords))
     docs, weights, thin = drop_thin(docs, weights)
     chatter.extend(thin)
     pairs = matching.candidate_pairs(weights, df, [d.speaker for d in docs], threshold=similarity,

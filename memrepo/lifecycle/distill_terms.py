@@ -31,6 +31,7 @@ _STOP_STEMS = frozenset(stem(w) for w in CONVERSATIONAL)  # "likes" as well as "
 _POSSESSIVE_RE = re.compile(r"['’]s\b", re.IGNORECASE)
 _ATTACHMENT_RE = re.compile(r"\[(?:shared )?(?:image|photo|file|link|attachment)[^\]]*\]", re.IGNORECASE)
 _SUMMARY_WEIGHT = 2  # the summary is the entry's gist; the body adds context and noise
+SPEAKER_SHARE = 0.75  # a common term said this much by one speaker is that speaker's topic (speaker_terms)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,36 @@ def everywhere(docs: Sequence[Doc], share: float) -> set[str]:
     if total < 10 or share >= 1:
         return set()
     return {t for t, seen in days.items() if len(seen) >= share * total and not t.startswith(FACT_PREFIX)}
+
+
+def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
+    """Terms one speaker holds ``share`` or more of (counted in entries), names excepted, when
+    that speaker says less than ``share`` of everything (else any term of theirs would pass).
+
+    A word both people use on most days ("love", "great", the other's name) says nothing about
+    which thing recurs; a word one of them uses on most days ("studio", said by the one opening
+    a dance studio) is what that person keeps coming back to: the conversation's main topic,
+    which the everywhere rule would otherwise drop (measured: also exempting such terms from
+    ``max_df`` found fewer topics). A log with one voice has no such terms.
+    """
+    if share > 1:
+        return frozenset()
+    holders: dict[str, Counter[str]] = defaultdict(Counter)
+    volume: Counter[str] = Counter()
+    for doc in docs:
+        if doc.speaker:
+            volume[doc.speaker] += 1
+            for term in doc.counts:
+                holders[term][doc.speaker] += 1
+    total = sum(volume.values())
+    minor = {s for s, n in volume.items() if n < share * total}
+    names = {t for s in volume for t in content_terms(s)}
+    out = set()
+    for term, by in holders.items():
+        who, most = by.most_common(1)[0]
+        if who in minor and most >= share * sum(by.values()) and term not in names and term[0] not in "@#":
+            out.add(term)
+    return frozenset(out)
 
 
 def drop_thin(docs: list[Doc], weights: list[dict[str, float]]) -> tuple[list[Doc], list[dict[str, float]], list[Chatter]]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrepo.retrieval import builder, lookups
 from memrepo.retrieval.fields import IndexDoc, doc_fields, schema
+from memrepo.retrieval.query_text import semantic_text
 from memrepo.retrieval.ranking import (
     DEFAULT_TUNING,
     Hit,
@@ -38,7 +39,6 @@ from memrepo.retrieval.ranking import (
     Semantic,
     Tuning,
     run_query,
-    semantic_text,
     weighting,
 )
 from memrepo.store import faults
@@ -271,7 +271,7 @@ class MemoryIndex:
 
     def query_texts(self, qs: Iterable[SearchQuery]) -> list[str]:
         """The texts the queries embed (none for the advanced syntax or an empty query)."""
-        return list(dict.fromkeys(semantic_text(q.text, self.tuning) for q in qs if not q.advanced and q.text.strip()))
+        return list(dict.fromkeys(semantic_text(q.text, user_only=self.tuning.semantic_user_only) for q in qs if not q.advanced and q.text.strip()))
 
     def search(self, q: SearchQuery, *, semantic=None) -> SearchResult:
         """Run one query (see :func:`search_many`)."""
@@ -291,7 +291,7 @@ class MemoryIndex:
             vectors, encoder = semantic
             ahead = dict(ahead or {})
             ahead.update(encoder.queries_soon([text for text in self.query_texts(qs) if text not in ahead]))
-            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, self.tuning)])
+            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, user_only=self.tuning.semantic_user_only)])
                      for q in qs]
         reopened = False
         for attempt in range(OPEN_RETRIES):
