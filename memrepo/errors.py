@@ -113,9 +113,9 @@ class InvalidData(MemrepoError):
     code = "invalid"
 
     def __init__(self, problems: list[Problem] | tuple[Problem, ...] | str, hint: str = ""):
-        if isinstance(problems, str):
-            problems, hint = (), problems
-        self.problems = tuple(problems)
+        if isinstance(problems, str):   # a message alone: no problem list
+            hint = problems
+        self.problems: tuple[Problem, ...] = () if isinstance(problems, str) else tuple(problems)
         lines = [str(p) for p in self.problems]
         if hint:
             lines.append(hint)

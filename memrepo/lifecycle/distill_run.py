@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from memrepo.lifecycle import check_candidates
 from memrepo.lifecycle.runs import free_proposal_id, read_main, resolve_now, run_log
@@ -70,7 +70,7 @@ def known_patterns(vault: Vault):
     from memrepo.review import proposals
     found: dict[str, KnownPattern] = {}
 
-    def note(memory: Memory, status: str) -> None:
+    def note(memory: Memory, status: Literal["proposed", "applied", "rejected"]) -> None:
         if memory.meta.get("source") != "distill":
             return
         found[memory.id] = KnownPattern(memory.id, tuple(memory.meta.get("links", ())), status,
@@ -106,7 +106,7 @@ def _candidate_memory(c, now: dt.datetime) -> Memory:
 
 def _learned_stopwords(vault: Vault) -> frozenset[str]:
     """Search's learned stopwords (terms of failed recalls): no content for distill either."""
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     try:
         return stats(vault).learned_stopwords()
     except Exception:  # statistics are derived and optional: never stop the nightly run for them

@@ -26,9 +26,9 @@ def nightly(vault: Vault, *, now: str | dt.datetime | None = None) -> dict[str, 
     lock_path = git.git_path(vault.root, "memrepo-nightly.lock")
     try:
         with locked(lock_path, timeout=0, what="the nightly run"):
-            result = {"now": resolve_now(now).isoformat(),
-                      "distill": _summary(distill(vault, now=now)),
-                      "promote": _summary(distill(vault, now=now, promote=True))}
+            result: dict[str, Any] = {"now": resolve_now(now).isoformat(),
+                                      "distill": _summary(distill(vault, now=now)),
+                                      "promote": _summary(distill(vault, now=now, promote=True))}
             try:
                 vault.require_main_checkout()
                 result["decay"] = _summary(decay(vault, now=now))

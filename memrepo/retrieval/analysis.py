@@ -13,8 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import cast
 
-from whoosh.analysis import Token, Tokenizer
+from whoosh.analysis import Analyzer, Token, Tokenizer
 from whoosh.fields import TEXT
 from whoosh.system import pack_uint
 
@@ -43,7 +44,7 @@ class MemoryTokenizer(Tokenizer):
             tok.boost = 1.0
             tok.stopped = False
             if keeporiginal:
-                tok.original = term
+                tok.original = term  # type: ignore[attr-defined]  # a Token takes any attribute, as Whoosh's own tokenizers set it
             if positions:
                 tok.pos = pos
             pos += 1
@@ -115,7 +116,7 @@ class ScoredText(TEXT):
     """
 
     def __init__(self, *, stored: bool = False) -> None:
-        super().__init__(analyzer=MemoryTokenizer(), phrase=False, stored=stored)
+        super().__init__(analyzer=cast(Analyzer, MemoryTokenizer()), phrase=False, stored=stored)  # a tokenizer analyses alone
 
     def index(self, value, **kwargs):
         if isinstance(value, str):
@@ -146,14 +147,9 @@ class ScoredText(TEXT):
             freqs.update(counts)
             for t, n in counts.items():
                 weights[t] = weights.get(t, 0.0) + n * boost
-        fb = self.format.field_boost
+        fb = self.format.field_boost if self.format is not None else 1.0
         return [(t.encode("utf-8"), n, weights[t] * fb, pack_uint(n))
                 for t, n in freqs.items()]
-
-
-def memory_analyzer() -> MemoryTokenizer:
-    """Analyzer for prose fields (summary, body, tags)."""
-    return MemoryTokenizer()
 
 
 # ------------------------------------------------------------------ query analysis ---
