@@ -50,6 +50,7 @@ _OWNERS = {
     "make_query": "memrepo.retrieval.queries", "mark_useful": "memrepo.retrieval.search",
     "rebuild": "memrepo.retrieval.sync",
     "reindex": "memrepo.retrieval.search", "catch_up": "memrepo.retrieval.search",
+    "status": "memrepo.retrieval.status",
     "distill": "memrepo.lifecycle.distill_run", "known_patterns": "memrepo.lifecycle.distill_run",
     "decay": "memrepo.lifecycle.decay_run", "cleanup": "memrepo.lifecycle.decay_run",
     "build_graph": "memrepo.lifecycle.decay_run",

@@ -404,6 +404,7 @@ class Batched:
 
     def __init__(self, by_text: dict[str, np.ndarray], size: int = 10, dies_after: int | None = None):
         self.by_text, self.size, self.dies_after = by_text, size, dies_after
+        self.unit = size   # as the real encoder's units: a build resumes a unit at a time
         self.encoded: list[str] = []
 
     def batches(self, texts, progress=None):
@@ -416,10 +417,10 @@ class Batched:
 
 
 def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
-    """A build keeps each batch's vectors as they come (encoded-<model>.partial): killed after
-    three batches, the next build encodes only the rest, its snapshot is the one a build never
-    interrupted writes (bit for bit), and the partial file is gone. A record whose checksum fails
-    and a torn last record are encoded again, never used."""
+    """A build keeps each unit's vectors as they come (encoded-<model>.partial): killed after
+    three units, the next build encodes only the rest, its snapshot is the one a build never
+    interrupted writes (bit for bit), and the partial file is gone. A unit with a record whose
+    checksum fails or a torn last record is encoded again whole, never used."""
     by_text = {f"text {i}": data[i] for i in range(95)}
     docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
     clean = VectorStore(tmp_path / "clean")
@@ -440,14 +441,14 @@ def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
 
     # damaged records: one with a flipped byte, the last one torn
     with pytest.raises(KeyboardInterrupt):
-        VectorStore(tmp_path / "w").rebuild(docs, Batched(by_text, dies_after=2), commit="c1")
+        VectorStore(tmp_path / "w").rebuild(docs, Batched(by_text, dies_after=5), commit="c1")
     [partial] = (tmp_path / "w").glob("encoded-*.partial")
     raw = bytearray(partial.read_bytes())
-    raw[5 * vectors._RECORD + 100] ^= 0x40              # record 5's vector
-    partial.write_bytes(bytes(raw[:-7]))                 # record 19 torn
+    raw[5 * vectors._RECORD + 100] ^= 0x40              # record 5's vector (unit 0)
+    partial.write_bytes(bytes(raw[:-7]))                 # record 49 torn (unit 4)
     again = Batched(by_text)
     VectorStore(tmp_path / "w").rebuild(docs, again, commit="c1")
-    assert again.encoded == ["text 5", "text 19"] + [f"text {i}" for i in range(20, 95)]
+    assert again.encoded == [f"text {i}" for i in [*range(0, 10), *range(40, 95)]]
     assert np.array_equal(VectorStore(tmp_path / "w").load().vecs, want.vecs)
 
 
@@ -464,10 +465,10 @@ def test_a_build_killed_twice_keeps_what_each_encoded(tmp_path, data):
     second = Batched(by_text, dies_after=3)
     with pytest.raises(KeyboardInterrupt):
         store.rebuild(docs, second, commit="c1")
-    assert second.encoded == [f"text {i}" for i in range(29, 59)]
+    assert second.encoded == [f"text {i}" for i in range(20, 50)]   # from unit 2, kept in part
     third = Batched(by_text)
     store.rebuild(docs, third, commit="c1")
-    assert third.encoded == [f"text {i}" for i in range(59, 95)]
+    assert third.encoded == [f"text {i}" for i in range(50, 95)]
     clean = VectorStore(tmp_path / "clean")
     clean.rebuild(docs, Batched(by_text), commit="c1")
     assert np.array_equal(store.load().vecs, clean.load().vecs)

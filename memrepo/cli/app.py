@@ -116,7 +116,8 @@ EXAMPLES: dict[str, str] = {
     "why": "memrepo why mem_20261201_7k3p9x",
     "history": "memrepo history project-alpha db.pool",
     "search": "memrepo search \"database pool size\" --subject project-alpha\nmemrepo search 数据库 --layer L2 --since 2026-11-01 --json",
-    "reindex": "memrepo reindex",
+    "reindex": "memrepo reindex\nmemrepo reindex --wait",
+    "status": "memrepo status\nmemrepo status --json",
     "recover": "memrepo recover\nmemrepo recover --json",
     "useful": "memrepo useful mem_20261201_7k3p9x --session s-42",
     "distill": "memrepo distill --dry-run\nmemrepo distill --promote --now 2026-12-01",
@@ -355,14 +356,18 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
                                                 "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
                                                 "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
+            wait: bool = typer.Option(False, "--wait", help="Also encode the new memories' vectors before returning (a progress bar) "
+                                      "instead of in the background."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
-    and the semantic vectors up to date (progress bars on a terminal)."""
+    up to date (a progress bar on a terminal): the memories are searchable by keywords when it
+    returns, and their semantic vectors are built in the background (memrepo status shows how
+    far; --wait builds them here)."""
     from memrepo.errors import UsageError
     from memrepo.review import writes as memories
     if from_ in ("claude-code", "mcp-memory"):
         return claude.import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index,
-                                  as_json=as_json, catch_up=_catch_up)
+                                  as_json=as_json, catch_up=lambda v: _catch_up(v, wait=wait))
     if file is None:
         raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
@@ -371,7 +376,7 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
             raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with _vault() as vault:
             found = openclaw.import_openclaw(vault, file, author=author)
-            ready = _catch_up(vault) if found.commit and not no_index else {}
+            ready = _catch_up(vault, wait=wait) if found.commit and not no_index else {}
         _out({**found.as_dict(), **ready}, as_json, f"imported {len(found.imported)} memories from {file} ("
              f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
              + (f" -> commit {found.commit[:12]}" if found.commit else ""))
@@ -381,23 +386,23 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
                                        progress=_progress("import"))
         for p in result.skipped:
             typer.echo(f"skipped {p}", err=True)
-        ready = _catch_up(vault) if result.commit and not no_index else {}
+        ready = _catch_up(vault, wait=wait) if result.commit and not no_index else {}
     where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
     _out({**result.as_dict(), **ready}, as_json, f"imported {result.count} memories -> {where}")
     raise typer.Exit(130 if ready.get("interrupted") else 0)
 
 
-def _catch_up(vault) -> dict:
-    """After an import's commit: the search index and the vectors brought to it (notices on
-    stderr); the ``semantic`` state for ``--json`` (and ``interrupted`` after Ctrl-C). The
-    commit stands whatever happens here: a failure or Ctrl-C is a notice, the rest is left
-    to the next search."""
+def _catch_up(vault, *, wait: bool) -> dict:
+    """After an import's commit: the search index brought to it, and the vectors (here with
+    ``wait``, else in the background); notices on stderr; the ``semantic`` state for
+    ``--json`` (and ``interrupted`` after Ctrl-C). The commit stands whatever happens here:
+    a failure or Ctrl-C is a notice, the rest is left to the next search."""
     from memrepo.errors import MemrepoError
     from memrepo.retrieval import search as svc
     later = "the import is committed; the next search brings the search index and the vectors up to date"
     interrupted = False
     try:
-        state, notice = svc.catch_up(vault, progress=_progress("index"), vector_progress=_progress("vectors"))
+        state, notice = svc.catch_up(vault, wait=wait, progress=_progress("index"), vector_progress=_progress("vectors"))
     except (MemrepoError, OSError) as e:   # (a lock held elsewhere, a disk that is full, ...)
         state, notice = svc.vector_state(vault), f"{e}: {later}"
     except KeyboardInterrupt:
@@ -577,13 +582,20 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
 
 
 @app.command()
-def reindex(as_json: bool = JsonOpt):
-    """Rebuild the search index (and the semantic vectors) from the memory files."""
+def reindex(wait: bool = typer.Option(False, "--wait", help="Build the semantic vectors here, with a progress bar, "
+                                      "instead of in the background (a vault of up to 1,000 memories: here either way)."),
+            as_json: bool = JsonOpt):
+    """Rebuild the search index from the memory files, then the semantic vectors (in the
+    background in a large vault: memrepo status shows how far)."""
     from memrepo.retrieval import search as svc
     with _vault() as vault:
-        count, state, vectors = svc.reindex(vault, progress=_progress("reindex"), vector_progress=_progress("vectors"))
+        count, state, vectors = svc.reindex(vault, wait=wait, progress=_progress("reindex"),
+                                            vector_progress=_progress("vectors"))
+        building = svc.building_notice(vault) if state == "building" else None
     if state == "unavailable":
         typer.echo(f"notice: {svc.unavailable_notice()}", err=True)
+    if building:
+        typer.echo(f"notice: {building}", err=True)
     _out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
          f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
 
@@ -1013,9 +1025,11 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
          + (f"; the files it replaced are kept in {result.backup}" if result.backup else ""))
 
 
+from memrepo.cli import status as status_command  # noqa: E402  (memrepo status, in its own module)
 from memrepo.cli import ui as ui_command  # noqa: E402  (memrepo ui, in its own module)
 
 ui_command.register(app)
+status_command.register(app)
 
 
 # ---- daemon: the background server that answers search, recall, context and add warm

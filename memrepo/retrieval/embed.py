@@ -174,6 +174,11 @@ class Encoder:
             return self._load().encode(texts)
         return self._forward.encode(texts, keep=keep, fresh=fresh)
 
+    @property
+    def unit(self) -> int:
+        """Texts :meth:`batches` encodes as one piece (the last piece fewer)."""
+        return UNIT
+
     def encode_unit(self, texts: Sequence[str]):
         """The vectors of one piece of a bulk encoding (``UNIT`` texts, the last one fewer):
         from nothing kept, keeping the tokens' parts within the piece when it is large
