@@ -86,6 +86,7 @@ class Tracker:
         self.path = Path(folder) / FILE
         self.waiting = waiting
         self.progress = progress
+        self._shown: tuple[int, int] | None = None
         now = time.time()
         self.cpu0 = _cpu()
         self.state = Progress("encoding", total, total - sum(waiting.values()), len(waiting), 0, 0,
@@ -119,5 +120,6 @@ class Tracker:
             atomic_write(self.path, json.dumps(asdict(s)).encode())
         except OSError:
             pass   # only a report: the build goes on
-        if self.progress:
+        if self.progress and (s.ready, s.total) != self._shown:
+            self._shown = (s.ready, s.total)
             self.progress(s.ready, s.total)

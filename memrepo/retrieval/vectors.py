@@ -364,10 +364,10 @@ class VectorStore:
                 batch_keys = chosen[done:done + len(vecs)]
                 known.update(zip(batch_keys, vecs))
                 _keep(fh, batch_keys, vecs)
-                faults.point("vectors-checkpointed")
                 done += len(vecs)
                 if tracker:
                     tracker.encoded(batch_keys)
+                faults.point("vectors-checkpointed")
 
     def _partial_path(self) -> Path:
         return self.dir / f"encoded-{embed.text_hash(self.model)}.partial"

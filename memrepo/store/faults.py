@@ -36,7 +36,7 @@ POINTS = {
     "rollback-checked": "rollback: revert planned, nothing written",
     "distill-proposed": "distill: candidates found, proposal not yet made",
     "reindex-built": "reindex: new index generation written, not yet made live",
-    "vectors-checkpointed": "vector build: a unit of texts encoded and kept aside, the build not finished",
+    "vectors-checkpointed": "vector build: a unit of texts encoded and kept aside (its progress written), the build not finished",
     "vectors-snapshot-written": "vector build: the new snapshot's files written, meta.json not yet flipped to them",
     "vectors-planned": "import or reindex: the keyword index ready and the vector build planned, none started",
 }
