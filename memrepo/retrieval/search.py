@@ -15,6 +15,7 @@ from typing import Any
 from memrepo.errors import UsageError
 from memrepo.retrieval.queries import make_query, read_queries, result_dict
 from memrepo.retrieval.semantic import (
+    BUSY,
     INLINE_BUILD_MAX,
     SEMANTIC_ENV,
     build_in_background,
@@ -140,7 +141,7 @@ def catch_up(vault: Vault, *, wait: bool = True, progress: Callable[[int, int], 
             except VectorsCorrupt:   # unreadable: built anew
                 build_vectors(vault, progress=vector_progress)
     except VectorsBusy:
-        return "building", "; ".join(filter(None, (report.notice, building_notice(vault))))
+        return "building", "; ".join(filter(None, (report.notice, building_notice(vault, BUSY))))
     except model_unavailable() as e:
         note_model_failure(vault, str(e))
         return "unavailable", unavailable(str(e))

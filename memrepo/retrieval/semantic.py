@@ -111,7 +111,7 @@ def semantic_sync(vault: Vault) -> tuple[str, Any, str | None]:
         build_vectors(vault)
         return "hybrid", (store.load(), embed.shared(embed.user_cache_dir())), damaged and f"{damaged}: rebuilt them"
     except VectorsBusy:
-        return "building", None, building_notice(vault)
+        return "building", None, building_notice(vault, None if store.building() else BUSY)
     except VectorsCorrupt as e:   # still unreadable after a rebuild (a disk failing): keywords
         return "building", None, f"{e}: keywords only"
     except embed.ModelUnavailable as e:
@@ -283,6 +283,7 @@ def background_build(vault: Vault) -> None:
     vector_plan.remove(store.dir)
     if store.ready():
         try:
+            store.load()   # (unreadable vectors in step with HEAD have nothing to catch up: built anew)
             catch_up_vectors(vault, store, wait=True)
             return
         except VectorsCorrupt:
@@ -290,11 +291,16 @@ def background_build(vault: Vault) -> None:
     build_vectors(vault)
 
 
+BUSY = "another process is writing the semantic vectors"
+
+
 def building_notice(vault: Vault, why: str | None = None, *, total: int | None = None) -> str:
-    """"semantic: building (N of M)": what a search says while the vectors are built."""
+    """"semantic: building (N of M) in the background": what a search says while the vectors
+    are built (``why``: what started the build; ``total``: its memories, before it has said)."""
     got = build_progress(vault)
     counts = f" ({got.ready:,} of {got.total:,})" if got else f" ({total:,} memories)" if total else ""
-    return f"{why + ': ' if why else ''}semantic: building{counts}: keywords only until the vectors are ready"
+    return (f"{why + ': ' if why else ''}semantic: building{counts} in the background: "
+            "keywords only until the vectors are ready")
 
 
 def build_progress(vault: Vault) -> Progress | None:
