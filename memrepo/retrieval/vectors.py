@@ -455,7 +455,8 @@ class VectorStore:
                 _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
                 # the loaded state already has the change: keep it for this process's searches
                 _LOADED[self.dir] = (self._key(m["snapshot"]), s)
-            if tracker:
+            if tracker:   # its vectors are in the delta now (a snapshot removes the file too)
+                self._partial_path().unlink(missing_ok=True)
                 tracker.done()
             return encoded
 
