@@ -611,3 +611,32 @@ def test_unreadable_vectors_raise_one_error_and_a_rebuild_repairs_them(tmp_path,
     assert again.encoded == [f"text {i}" for i in range(10, 40)]
     fresh = VectorStore(tmp_path / "v").load()
     assert fresh.count() == 40 and fresh.top(data[7], 1)[0][0] == "m00007"
+
+
+def test_a_killed_bulk_apply_resumes_with_the_vectors_an_uninterrupted_one_writes(tmp_path, data):
+    """A bulk change (more than a unit of new texts) appended to built vectors is encoded as a
+    build is: killed after two units, the next apply of the same change encodes only the rest;
+    the vectors equal an uninterrupted apply's, its progress is in build.json, and the partial
+    file is gone once they are in the delta."""
+    from memrepo.retrieval import vector_progress
+    by_text = {f"text {i}": data[i] for i in range(120)}
+    base = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(20)]
+    change = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(20, 120)]
+    stores = {}
+    for name in ("clean", "killed"):
+        stores[name] = VectorStore(tmp_path / name)
+        stores[name].rebuild(base, Batched(by_text), commit="c1")
+    assert stores["clean"].apply(change, [], Batched(by_text), commit="c2") == 100
+    with pytest.raises(KeyboardInterrupt):
+        stores["killed"].apply(change, [], Batched(by_text, dies_after=2), commit="c2")
+    assert stores["killed"].commit() == "c1" and list((tmp_path / "killed").glob("encoded-*.partial"))
+    resumed = Batched(by_text)
+    assert stores["killed"].apply(change, [], resumed, commit="c2") == 100
+    assert resumed.encoded == [f"text {i}" for i in range(40, 120)]
+    got, want = stores["killed"].load(), stores["clean"].load()
+    assert sorted(got.items(), key=lambda e: e[0]) and all(
+        np.array_equal(v, want.vector(mid)) and meta == want.meta_of(mid) for mid, meta, v in got.items())
+    assert got.count() == want.count() == 120 and stores["killed"].commit() == "c2"
+    assert not list((tmp_path / "killed").glob("encoded-*.partial"))
+    done = vector_progress.read(tmp_path / "killed")
+    assert (done.state, done.total, done.ready, done.kept, done.encoded) == ("done", 120, 120, 20, 80)
