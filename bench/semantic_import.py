@@ -86,6 +86,7 @@ def import_run(tmp: Path, name: str, mem: Path, env: dict) -> dict:
     t0, c0 = time.perf_counter(), children_cpu()
     out = memrepo(["import", str(mem), "--json"], vault, env)
     searchable = time.perf_counter() - t0
+    returned = time.time()
     import_cpu = children_cpu() - c0
     if env.get("MEMREPO_FAULT"):   # (a search now could start the killed build again)
         return {"vault": vault, "keyword_s": searchable, "import_cpu_s": import_cpu}
@@ -93,7 +94,7 @@ def import_run(tmp: Path, name: str, mem: Path, env: dict) -> dict:
     built = until_built(vault)
     hybrid = time.perf_counter() - t0
     return {"vault": vault, "keyword_s": searchable, "hybrid_s": hybrid, "import_cpu_s": import_cpu,
-            "build": built, "states": (*first, semantic_of(vault, env))}
+            "build": built, "states": (*first, semantic_of(vault, env)), "returned": returned}
 
 
 def main(argv=None) -> int:
@@ -123,7 +124,9 @@ def main(argv=None) -> int:
               f"import said {r['states'][0]!r}, a search then {r['states'][1]!r}); hybrid after {r['hybrid_s']:.1f} s "
               f"(the next search {r['states'][2]!r})")
         print(f"  build: {b['encoded']} texts encoded, {b['cpu_s']:.1f} s CPU, {1000 * b['cpu_s'] / max(b['encoded'], 1):.2f} "
-              f"ms CPU per memory encoded; wall from its start {b['updated'] - b['started']:.1f} s")
+              f"ms CPU per memory encoded; wall from its start {b['updated'] - b['started']:.1f} s (it took the lock "
+              f"{b['started'] - r['returned']:.1f} s after the import returned, began encoding "
+              f"{b['encoding_since'] - b['started']:.1f} s later)")
         load.append(os.getloadavg()[0])
         if args.resume:
             k = math.ceil(args.n / 2 / UNIT)
