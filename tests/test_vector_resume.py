@@ -230,3 +230,20 @@ def test_ctrl_c_during_reindex_wait_keeps_the_vectors_encoded_so_far(vault, sema
     assert again.returncode == 0, again.stderr
     done = vector_progress.read(folder)
     assert (done.kept, done.encoded) == (embed.UNIT, N - embed.UNIT)
+
+
+def test_a_plan_reads_back_whole_or_not_at_all(tmp_path):
+    """A plan is its header and one line per memory: cut short (a disk error, another
+    version's file), it is no plan, and the build reads the memory files instead."""
+    from memrepo.retrieval.filters import Facets
+    from memrepo.retrieval.vectors import Item
+    items = tuple(Item(f"m{i}", f"text {i}\nwith a second line 第{i}行", Facets("s", "active", "L1", "event", ("t",), 1700000000 + i))
+                  for i in range(5))
+    plan = vector_plan.Plan("apply", "model/1", "c" * 40, ("memories/L1/x.md",), ("snap-000001", "b" * 40, []), items, ("gone",))
+    plan.write(tmp_path)
+    assert vector_plan.read(tmp_path) == plan
+    path = tmp_path / vector_plan.FILE
+    path.write_bytes(path.read_bytes()[:-40])
+    assert vector_plan.read(tmp_path) is None
+    path.write_text('{"plan": 99}\n')
+    assert vector_plan.read(tmp_path) is None

@@ -17,12 +17,13 @@ a file that does not read back whole (another version, a disk error) is no plan.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo.retrieval.filters import Facets
 from memrepo.retrieval.vectors import Item
-from memrepo.store.files import atomic_write
 
 FILE = "build-plan.jsonl"
 VERSION = 1
@@ -42,26 +43,35 @@ class Plan:
     deletes: tuple[str, ...] = ()
 
     def write(self, folder: Path) -> None:
+        """Write the plan whole, a line at a time (100,000 memories' texts are tens of MB:
+        not joined in memory), to a temporary file renamed over the last plan."""
         header = {"plan": VERSION, "kind": self.kind, "model": self.model, "commit": self.commit,
                   "dirty": list(self.dirty), "base": None if self.base is None else list(self.base),
                   "items": len(self.items), "deletes": list(self.deletes)}
-        lines = [json.dumps(header, ensure_ascii=False)]
-        lines += [json.dumps({"id": i.id, "text": i.text, **i.facets.as_json()}, ensure_ascii=False)
-                  for i in self.items]
-        atomic_write(Path(folder) / FILE, ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{FILE}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
+                fh.write(json.dumps(header, ensure_ascii=False) + "\n")
+                for i in self.items:
+                    fh.write(json.dumps({"id": i.id, "text": i.text, **i.facets.as_json()}, ensure_ascii=False) + "\n")
+            os.replace(tmp, folder / FILE)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def read(folder: Path) -> Plan | None:
     """The plan in ``folder`` (None: none, or not one this memrepo wrote whole)."""
     try:
-        raw = (Path(folder) / FILE).read_bytes().decode("utf-8", "surrogatepass").split("\n")
-        head = json.loads(raw[0])
-        if not isinstance(head, dict) or head.get("plan") != VERSION or head.get("kind") not in ("rebuild", "apply"):
+        with open(Path(folder) / FILE, encoding="utf-8", errors="surrogatepass") as fh:
+            head = json.loads(fh.readline())
+            if not isinstance(head, dict) or head.get("plan") != VERSION or head.get("kind") not in ("rebuild", "apply"):
+                return None
+            items = tuple(Item(str(r["id"]), str(r["text"]), Facets.from_json(r)) for r in map(json.loads, fh))
+        if len(items) != head["items"]:
             return None
-        rows = [json.loads(line) for line in raw[1:] if line]
-        if len(rows) != head["items"]:
-            return None
-        items = tuple(Item(str(r["id"]), str(r["text"]), Facets.from_json(r)) for r in rows)
         base = head["base"]
         return Plan(head["kind"], str(head["model"]), head["commit"], tuple(head["dirty"]),
                     None if base is None else _state(base), items, tuple(head["deletes"]))
