@@ -19,9 +19,8 @@ from functools import lru_cache
 from memrepo.lifecycle.distill_values import Entry, Skipped
 from memrepo.lifecycle.smalltalk import CONVERSATIONAL, content_sentences
 from memrepo.model import aware_time
-from memrepo.text import ENGLISH_STOPWORDS, is_cjk, stem, terms
+from memrepo.text import ENGLISH_STOPWORDS, is_cjk, is_function_gram, stem, terms
 
-_ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧啊这那个我你他她它们再还很要让")
 FACT_PREFIX = "@fact:"
 TAG_PREFIX = "#"
 _STRUCTURAL_TAGS = ("speaker-", "session-")
@@ -167,7 +166,7 @@ def _is_content(term: str) -> bool:
     """False for short numbers and Chinese grams holding a function character (cached)."""
     if term.isdigit():
         return len(term) > 2  # "39", "10": counts and list numbers, not things
-    return not (is_cjk(term) and any(ch in _ZH_FUNCTION_CHARS for ch in term))
+    return not is_function_gram(term)
 
 
 def _term_counts(entry: Entry, summary: str, body: str) -> dict[str, float]:
