@@ -51,3 +51,17 @@ def test_the_main_topic_one_speaker_keeps_coming_back_to_is_a_candidate():
 def test_without_the_speaker_rule_the_main_topic_is_dropped_as_everywhere():
     result = find_patterns(conversation(), now=NOW, speaker_share=2.0)
     assert not any("studio" in c.shared_terms for c in result.candidates)
+
+
+def test_a_summary_cut_in_the_middle_of_a_word_adds_no_fragment():
+    """An importer's summary is often the turn's first 80 characters: its last word, cut in
+    two, is no word (counted twice as the gist, "pa" or "gett" would join unrelated turns)."""
+    from memrepo.lifecycle.distill_terms import prepare
+    entry = turn("t1", 1, "Caroline", "I signed up for an evening class at the community centre and I love painting with friends.")
+    assert entry.summary.endswith(" love pa")                  # "Caroline: I signed … I love pa"
+    docs, *_ = prepare([entry], now=NOW, window_days=30)
+    assert "pa" not in docs[0].counts
+    assert docs[0].counts["paint"] == 1 and docs[0].counts["centr"] == 3   # the body once, the summary twice
+    whole = turn("t2", 1, "Caroline", "My pottery class was so relaxing today.")
+    docs, *_ = prepare([whole], now=NOW, window_days=30)
+    assert docs[0].counts["potteri"] == 3                       # an uncut summary still counts twice

@@ -81,8 +81,9 @@ def prepare(entries: Iterable[Entry], *, now: datetime,
             continue
         speaker = speaker_of(entry)
         turn = bool(speaker) and speaker != (entry.author or "")  # a conversation turn
-        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names, turn=turn)
-        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names, turn=turn)
+        body_text = _unlabelled(entry.body or "")
+        summary, kinds_s = content_sentences(_uncut(_unlabelled(entry.summary or ""), body_text), names, turn=turn)
+        body, kinds_b = content_sentences(body_text, names, turn=turn)
         day = when.date().isoformat()
         if not summary and not body and not entry.fact:
             chatter.append(Chatter(entry, day, speaker.lower(), tuple(kinds_s + kinds_b)))
@@ -129,6 +130,27 @@ def _unlabelled(text: str) -> str:
     """``text`` without a leading ``Name:`` transcript label."""
     match = _LABEL_RE.match(text) if _label(text) else None
     return text[len(match.group(0)):] if match else text
+
+
+def _uncut(summary: str, body: str) -> str:
+    """``summary`` without its last word when it is the body's opening cut short in the middle
+    of a word (an importer's "first 80 characters": "… to embrace myse"): the fragment is no
+    word, yet counted twice as the gist it would join entries cut alike ("pa", "gett")."""
+    summary = summary.strip()
+    body = body.lstrip()
+    if not summary or len(body) <= len(summary) or not body.startswith(summary):
+        return summary
+    if not (_in_word(summary[-1]) and _in_word(body[len(summary)])):
+        return summary
+    end = len(summary)
+    while end and _in_word(summary[end - 1]):
+        end -= 1
+    return summary[:end].rstrip()
+
+
+def _in_word(ch: str) -> bool:
+    """A character of a Latin-script word (CJK text has no words to cut: its grams stay whole)."""
+    return ch.isalnum() and not is_cjk(ch)
 
 
 def _name_words(speaker: str) -> list[str]:
