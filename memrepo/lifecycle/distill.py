@@ -25,9 +25,11 @@ Matching is linear-ish, never all-pairs:
 3. pairs sharing :data:`~memrepo.lifecycle.distill_match.MIN_SHARED_WORDS` content words (or a fact key) and scoring at least
    ``similarity`` (cosine, plus bonuses for a shared fact key and shared tags) are joined with
    union-find; chained clusters are split until coherent;
-4. a cluster seen on ``min_occurrences`` distinct days (or sessions) whose members share
-   content becomes a candidate, unless a :class:`KnownPattern` already covers it (idempotence,
-   reinforcements). It reads as a statement (the speaker and the member sentence nearest the
+4. a cluster seen on too few days whose shared words are all its speaker's own (held
+   ``speaker_share`` or more by that speaker) takes in every entry of the speaker holding them
+   (:func:`~memrepo.lifecycle.distill_match.cover`); a cluster seen on ``min_occurrences``
+   distinct days (or sessions) whose members share content becomes a candidate, unless a
+   :class:`KnownPattern` already covers it (idempotence, reinforcements). It reads as a statement (the speaker and the member sentence nearest the
    cluster's centroid), is scored by its evidence (days, similarity, shared words), and the
    best ``max_per_subject`` per subject (``max_per_run`` in all) are returned; the rest wait.
 
@@ -62,6 +64,7 @@ from memrepo.lifecycle.distill_values import (
     Skipped,
     Suppressed,
 )
+from memrepo.text import is_cjk
 
 _DISTILL = DEFAULTS["distill"]  # the defaults of the nightly runs live in the vault configuration
 _PROMOTE = DEFAULTS["promote"]
@@ -91,7 +94,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     term seen on ``common_day_share`` of the days or more (terms that recur everywhere carry
     no content), and any of ``stopwords`` (e.g. search's learned stopwords) — unless one
     speaker says it: a common term held ``speaker_share`` or more by one speaker's entries
-    (not a participant's name) is that speaker's recurring topic, a conversation's main topic.
+    (not a participant's name) is that speaker's recurring topic, a conversation's main topic;
+    a cluster on too few days whose shared words are all such words of its speaker counts the
+    days of every entry of theirs that holds them all.
     ``min_coherence`` is how close, on average, members must be to their cluster's centroid;
     a looser cluster (a chain of "User prefers X" / "User prefers Y" …) is split by raising
     the join threshold inside it until its parts are coherent.
@@ -122,6 +127,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
                                                        similarity, min_coherence):
             group = [docs[i] for i in members]
             if matching.occurrences(group, count_by) < min_occurrences:
+                members = matching.cover(members, docs, weights, _words(shared_terms([weights[i] for i in members])), owned)
+                group = [docs[i] for i in members]
+            if matching.occurrences(group, count_by) < min_occurrences:
                 continue
             if not shared_terms([weights[i] for i in members]) and not shared_fact(group):
                 continue  # joined pair by pair, but nothing said by most of them: no pattern
@@ -140,6 +148,11 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
         skipped=tuple(sorted(skipped, key=lambda s: (s.id, s.reason))),
         considered=len(docs) + len(chatter), out_of_window=out_of_window,
         capped=tuple(capped), small_talk=len(chatter), near_misses=tuple(near))
+
+
+def _words(terms: Iterable[str]) -> list[str]:
+    """The words among shared terms (a single Chinese character is part of one, not a word)."""
+    return [t for t in terms if len(t) > 1 or not is_cjk(t)]
 
 
 def promote(entries: Iterable[Entry], *, now: datetime,

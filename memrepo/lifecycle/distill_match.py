@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from memrepo.lifecycle.distill_terms import FACT_PREFIX, Doc
 from memrepo.lifecycle.distill_values import CountBy
@@ -166,6 +166,26 @@ def split_scores(clusters: Sequence[Sequence[int]],
     for pair, score in scores.items():
         inner[owner[pair[0]]][pair] = score  # a scored pair always lies inside one cluster
     return inner
+
+
+def cover(members: list[int], docs: Sequence[Doc], weights: Sequence[dict[str, float]],
+          words: Sequence[str], owned: Collection[str]) -> list[int]:
+    """A group seen on too few days, grown by every entry of its speaker holding all its shared
+    ``words`` when each of them is that speaker's own recurring word (``owned``:
+    :func:`~memrepo.lifecycle.distill_terms.speaker_terms`).
+
+    Turns on one topic share its word but rarely a second one (the career in counselling one
+    speaker wants, each day in other words), so pairs join only on the days where two turns
+    happen to share more; the speaker's own words, all of them, are the pattern wherever else
+    that speaker says them. Nothing is grown by a word both speakers use.
+    """
+    if not words or not all(w in owned for w in words):
+        return members
+    speaker = docs[members[0]].speaker
+    have = set(members)
+    grown = [i for i, (doc, vec) in enumerate(zip(docs, weights))
+             if i in have or (doc.speaker == speaker and all(w in vec for w in words))]
+    return grown
 
 
 def occurrences(group: Sequence[Doc], count_by: CountBy) -> int:
