@@ -29,9 +29,10 @@ Matching is linear-ish, never all-pairs:
    ``speaker_share`` or more by that speaker) takes in every entry of the speaker holding them
    (:func:`~memrepo.lifecycle.distill_match.cover`); a cluster seen on ``min_occurrences``
    distinct days (or sessions) whose members share content becomes a candidate, unless a
-   :class:`KnownPattern` already covers it (idempotence, reinforcements). It reads as a statement (the speaker and the member sentence nearest the
-   cluster's centroid), is scored by its evidence (days, similarity, shared words), and the
-   best ``max_per_subject`` per subject (``max_per_run`` in all) are returned; the rest wait.
+   :class:`KnownPattern` already covers it (idempotence, reinforcements). It reads as a
+   statement (the speaker and the member sentence nearest the cluster's centroid), is scored
+   by its evidence (days, similarity, shared words), and the best ``max_per_subject`` per
+   subject (``max_per_run`` in all) are returned; the rest wait.
 
 English and Chinese paraphrases match within their language; across languages only a shared
 fact key (or shared tags) joins them: there is no dictionary or translation here.
@@ -108,9 +109,10 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     """
     docs, skipped, out_of_window, chatter = prepare(entries, now=now, window_days=window_days)
     too_common = max(bucket_cap, int(max_df * len(docs)))
-    owned = speaker_terms(docs, speaker_share)
-    weights, df = weigh(docs, too_common, (everywhere(docs, common_day_share) - owned) | set(stopwords))
+    owners = speaker_terms(docs, speaker_share)
+    weights, df = weigh(docs, too_common, (everywhere(docs, common_day_share) - owners.keys()) | set(stopwords))
     docs, weights, thin = drop_thin(docs, weights)
+    own = matching.own_entries(docs, weights, owners)
     chatter.extend(thin)
     pairs = matching.candidate_pairs(weights, df, [d.speaker for d in docs], threshold=similarity,
                                      signature_size=signature_size, bucket_cap=bucket_cap)
@@ -127,7 +129,8 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
                                                        similarity, min_coherence):
             group = [docs[i] for i in members]
             if matching.occurrences(group, count_by) < min_occurrences:
-                members = matching.cover(members, docs, weights, _words(shared_terms([weights[i] for i in members])), owned)
+                words = _words(shared_terms([weights[i] for i in members]))
+                members = matching.cover(members, docs, words, owners, own)
                 group = [docs[i] for i in members]
             if matching.occurrences(group, count_by) < min_occurrences:
                 continue

@@ -228,9 +228,10 @@ def everywhere(docs: Sequence[Doc], share: float) -> set[str]:
     return {t for t, seen in days.items() if len(seen) >= share * total and not t.startswith(FACT_PREFIX)}
 
 
-def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
+def speaker_terms(docs: Sequence[Doc], share: float) -> dict[str, str]:
     """Terms one speaker holds ``share`` or more of (counted in entries), names excepted, when
-    that speaker says less than ``share`` of everything (else any term of theirs would pass).
+    that speaker says less than ``share`` of everything (else any term of theirs would pass),
+    each with that speaker.
 
     A word both people use on most days ("love", "great", the other's name) says nothing about
     which thing recurs; a word one of them uses on most days ("studio", said by the one opening
@@ -239,7 +240,7 @@ def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
     ``max_df`` found fewer topics). A log with one voice has no such terms.
     """
     if share > 1:
-        return frozenset()
+        return {}
     holders: dict[str, Counter[str]] = defaultdict(Counter)
     volume: Counter[str] = Counter()
     for doc in docs:
@@ -250,12 +251,12 @@ def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
     total = sum(volume.values())
     minor = {s for s, n in volume.items() if n < share * total}
     names = {t for s in volume for t in content_terms(s)}
-    out = set()
+    out = {}
     for term, by in holders.items():
         who, most = by.most_common(1)[0]
         if who in minor and most >= share * sum(by.values()) and term not in names and term[0] not in "@#":
-            out.add(term)
-    return frozenset(out)
+            out[term] = who
+    return out
 
 
 def drop_thin(docs: list[Doc], weights: list[dict[str, float]]) -> tuple[list[Doc], list[dict[str, float]], list[Chatter]]:
