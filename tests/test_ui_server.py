@@ -30,6 +30,23 @@ def test_the_guard_accepts_only_the_bound_host_the_cookie_and_the_csrf_token():
     assert Guard(host="127.0.0.1", port=1).token != Guard(host="127.0.0.1", port=1).token
 
 
+@pytest.mark.parametrize("others", ['session={"a": 1}', 'x="unterminated', "pref=a b", "k=v;;", "name=val\\ue",
+                                    "memrepo_ui_8123=planted-by-another-port"])
+def test_the_cookie_is_found_beside_any_other_cookie_of_the_host(others):
+    """Cookies ignore ports: the browser sends the window every cookie any local web app set on
+    this host name, whatever its syntax (JSON, spaces), and one a page on another port planted
+    under the same name with a longer path comes first. None of them may lock the person out."""
+    g = Guard(host="127.0.0.1", port=8123)
+    mine = f"memrepo_ui_8123={g.token}"
+    assert g.cookie_ok(f"{others}; {mine}") and g.cookie_ok(f"{mine}; {others}")
+    assert not g.cookie_ok(others)
+
+
+def test_a_token_or_csrf_value_that_is_not_ascii_is_refused_not_an_error():
+    g = Guard(host="127.0.0.1", port=8123)
+    assert not g.token_ok("令牌") and not g.cookie_ok("memrepo_ui_8123=ä½ ") and g.check_form({"csrf": "令牌"}) == "csrf"
+
+
 @pytest.mark.parametrize("header, forced, expected", [
     ("zh-CN,zh;q=0.9,en;q=0.8", None, "zh"), ("en-US,en;q=0.9,zh;q=0.8", None, "en"), ("fr, zh;q=0.5", None, "zh"),
     ("fr, de", None, "en"), (None, None, "en"), ("en;q=0.2, zh-TW;q=0.7", None, "zh"), ("zh;q=0", None, "en"),

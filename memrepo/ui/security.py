@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -57,18 +56,20 @@ class Guard:
         return header is not None and header.lower() in self.allowed_hosts()
 
     def cookie_ok(self, header: str | None) -> bool:
-        if not header:
-            return False
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header)
-        except Exception:   # a malformed Cookie header is no cookie
-            return False
-        morsel = jar.get(self.cookie_name)
-        return morsel is not None and secrets.compare_digest(morsel.value, self.token)
+        """Whether one of the request's cookies of this server's name holds the token.
+
+        Read as browsers send cookies, pair by pair: cookies ignore ports, so the header also
+        carries whatever other local web apps set on this host name (JSON values, spaces), and
+        one that a strict parser refuses must not hide ours; a same-named cookie planted by a
+        page on another port (sent first when its path is longer) must not shadow it."""
+        for pair in (header or "").split(";"):
+            name, sep, value = pair.strip().partition("=")
+            if sep and name == self.cookie_name and _same(value.strip(), self.token):
+                return True
+        return False
 
     def token_ok(self, given: str | None) -> bool:
-        return given is not None and secrets.compare_digest(given, self.token)
+        return given is not None and _same(given, self.token)
 
     def set_cookie(self) -> bytes:
         return f"{self.cookie_name}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode()
@@ -78,7 +79,7 @@ class Guard:
         if self.read_only:
             return "read_only"
         given = form.get("csrf")
-        if not isinstance(given, str) or not secrets.compare_digest(given, self.csrf):
+        if not isinstance(given, str) or not _same(given, self.csrf):
             return "csrf"
         return None
 
@@ -114,6 +115,11 @@ class GuardMiddleware:
     async def _refuse(self, scope, receive, send, why: str):
         status, body = self.forbidden(scope, why)
         return await _send(send, status, [(b"content-type", b"text/html; charset=utf-8")], body)
+
+
+def _same(given: str, secret: str) -> bool:
+    """A constant-time comparison that any text may reach (compare_digest refuses non-ASCII str)."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogateescape"), secret.encode())
 
 
 async def _send(send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
