@@ -87,6 +87,36 @@ def test_off_loopback_it_warns_and_ctrl_c_stops_it_cleanly(vault):
     assert "warning: listening on 127.0.0.2" in err and "Traceback" not in err
 
 
+def test_the_token_link_redirects_to_the_same_page_as_it_was_written(vault):
+    """The redirect that drops the token keeps the path and the query as the browser sent them
+    (escapes and repeated keys too) and can only point into this server."""
+    import http.client
+    import re
+    proc = _start(vault.root)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)", proc.stdout.readline() + proc.stdout.readline())
+        port, token = int(url.group(1)), url.group(2)
+
+        def location(target: str) -> str | None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            conn.request("GET", target)
+            response = conn.getresponse()
+            assert response.status == 303, (target, response.status)
+            assert f"memrepo_ui_{port}={token}" in (response.getheader("set-cookie") or "")
+            conn.close()
+            return response.getheader("location")
+        assert location(f"/memories?q=%E4%B8%AD&token={token}&q=2") == "/memories?q=%E4%B8%AD&q=2"
+        assert location(f"/memory/a%3Fb?token={token}") == "/memory/a%3Fb"
+        assert location(f"/x%0d%0aSet-Cookie:%20a=b?token={token}") == "/x%0d%0aSet-Cookie:%20a=b"
+        for target in (f"//evil.example/?token={token}", f"/%2F%2Fevil.example?token={token}", f"/\\evil.example?token={token}"):
+            found = location(target)
+            assert found.startswith("/") and found[1:2] not in ("/", "\\"), (target, found)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert "Traceback" not in err, err
+
+
 def test_a_busy_port_or_a_bad_language_is_a_usage_error(vault):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote_from_bytes, unquote_plus, urlencode
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEADERS = [
@@ -100,9 +100,7 @@ class GuardMiddleware:
         if "token" in query:
             if not self.guard.token_ok(query["token"]):
                 return await self._refuse(scope, receive, send, "token")
-            rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            location = scope.get("path", "/") + (f"?{rest}" if rest else "")
-            return await _send(send, 303, [(b"location", location.encode()), (b"set-cookie", self.guard.set_cookie())], b"")
+            return await _send(send, 303, [(b"location", _without_token(scope)), (b"set-cookie", self.guard.set_cookie())], b"")
         if not self.guard.cookie_ok(headers.get("cookie")):
             return await self._refuse(scope, receive, send, "cookie")
 
@@ -115,6 +113,17 @@ class GuardMiddleware:
     async def _refuse(self, scope, receive, send, why: str):
         status, body = self.forbidden(scope, why)
         return await _send(send, status, [(b"content-type", b"text/html; charset=utf-8")], body)
+
+
+def _without_token(scope) -> bytes:
+    """The URL of this request, relative to this server, without its ``token`` parameter: the
+    path and the other parameters exactly as the browser sent them (escapes, repeated keys),
+    and never ``//host`` (nor ``/\\host``: a backslash is escaped), which a browser reads as another server."""
+    raw = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+    path = b"/" + quote_from_bytes(raw, safe="/%:@!$&'()*+,;=-._~").encode().lstrip(b"/")
+    kept = [pair for pair in scope.get("query_string", b"").split(b"&")
+            if pair and unquote_plus(pair.split(b"=", 1)[0].decode("latin-1")) != "token"]
+    return path + (b"?" + b"&".join(kept) if kept else b"")
 
 
 def _same(given: str, secret: str) -> bool:
