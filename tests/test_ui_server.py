@@ -47,6 +47,14 @@ def test_a_token_or_csrf_value_that_is_not_ascii_is_refused_not_an_error():
     assert not g.token_ok("令牌") and not g.cookie_ok("memrepo_ui_8123=ä½ ") and g.check_form({"csrf": "令牌"}) == "csrf"
 
 
+def test_a_body_links_its_wikilinks_but_leaves_code_as_written():
+    from memrepo.ui import render
+    html = str(render.markdown("See [[mem_a]] and [[mem_b|the pool]]; in R `lst[[1]]` picks one.\n\n"
+                               "```python\nrows = frame[[0]]\n```\n"))
+    assert '<a href="/memory/mem_a"' in html and '>the pool</a>' in html
+    assert "<code>lst[[1]]</code>" in html and "rows = frame[[0]]" in html and "/memory/0" not in html
+
+
 @pytest.mark.parametrize("header, forced, expected", [
     ("zh-CN,zh;q=0.9,en;q=0.8", None, "zh"), ("en-US,en;q=0.9,zh;q=0.8", None, "en"), ("fr, zh;q=0.5", None, "zh"),
     ("fr, de", None, "en"), (None, None, "en"), ("en;q=0.2, zh-TW;q=0.7", None, "zh"), ("zh;q=0", None, "en"),
