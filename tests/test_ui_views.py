@@ -118,6 +118,33 @@ def test_memories_page_newest_first_with_filters_and_tags(vault):
         api.browse(vault, colour="red")
 
 
+def test_a_tag_is_found_however_the_file_writes_it(vault):
+    """memrepo quotes and escapes a tag holding '"' or '\\'; a person's hand-written file may
+    list tags in flow style or without indenting them: the tag filter finds each."""
+    writes.add(vault, {"id": "mem_quoted", "summary": "q", "tags": ['say "hi"', "back\\slash"]}, "")
+    folder = vault.root / "memories" / "L1" / "2026-11-01"
+    folder.mkdir(parents=True)
+    head = "---\nlayer: L1\nkind: event\nsubject: general\nstatus: active\nsource: user\n"
+    (folder / "mem_hand.md").write_text(head + "id: mem_hand\nsummary: by hand\ncreated: 2026-11-01T09:00:00+00:00\n"
+                                        'tags: [alpha, "#数据库"]\n---\nWritten by hand.\n', encoding="utf-8")
+    (folder / "mem_flat.md").write_text(head + "id: mem_flat\nsummary: flat\ncreated: 2026-11-01T10:00:00+00:00\n"
+                                        "tags:\n- alpha\n---\nWritten by hand too.\n", encoding="utf-8")
+    git(vault.root, "add", "memories")
+    git(vault.root, "commit", "-q", "-m", "hand-written memories")
+    assert [r["id"] for r in api.browse(vault, tag='say "hi"').rows] == ["mem_quoted"]
+    assert [r["id"] for r in api.browse(vault, tag="back\\slash").rows] == ["mem_quoted"]
+    assert [r["id"] for r in api.browse(vault, tag="alpha").rows] == ["mem_flat", "mem_hand"]
+    assert [r["id"] for r in api.browse(vault, tag="#数据库").rows] == ["mem_hand"]
+    assert api.browse(vault, tag="alph").total == 0
+
+
+def test_a_page_offset_past_any_vault_is_a_usage_error_not_a_crash(vault):
+    writes.add(vault, {"id": "mem_1", "summary": "one"}, "")
+    assert api.browse(vault, offset=10**6).rows == ()
+    with pytest.raises(UsageError):
+        api.browse(vault, offset=10**30)
+
+
 def test_an_agent_scope_browses_that_agents_private_vault(vault):
     from memrepo.team import scopes
     scopes.add(vault, {"summary": "my private note", "scope": "private"}, "", agent="analyst")
