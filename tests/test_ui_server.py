@@ -80,6 +80,28 @@ def test_every_label_exists_in_both_languages_and_dates_read_as_each_expects():
     assert i18n.age("en", 7200) == "2 hours ago" and i18n.age("zh", 7200) == "2 小时前"
 
 
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+def test_the_inbox_pages_through_many_proposals(vault, monkeypatch):
+    """Two thousand open proposals are not one page of 1.2 MB: the inbox shows a page at a time
+    (newest first) and counts them all."""
+    from starlette.testclient import TestClient
+
+    from memrepo.review import writes
+    from memrepo.ui import pages
+    from memrepo.ui.server import make_app
+    for k in range(5):
+        writes.add(vault, {"id": f"mem_r{k}", "subject": "ops", "fact": f"rule.{k}", "kind": "constraint", "summary": f"rule {k}"}, "")
+    monkeypatch.setattr(pages, "INBOX_PAGE", 2)
+    guard = Guard(host="127.0.0.1", port=8765)
+    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+    client.cookies.set(guard.cookie_name, guard.token)
+    first = client.get("/").text
+    assert first.count('name="id"') == 2 and "prop_mem_r4" in first and "prop_mem_r2" not in first
+    assert "Showing 1–2 of 5" in first and 'href="/?offset=2"' in first and '<span class="count">5</span>' in first
+    last = client.get("/?offset=4").text
+    assert last.count('name="id"') == 1 and "prop_mem_r0" in last and 'href="/?offset=2"' in last
+
+
 def _start(vault_root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([*MEMREPO, "--vault", str(vault_root), "ui", "--no-open", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=person_env())

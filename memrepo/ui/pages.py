@@ -24,6 +24,7 @@ from memrepo.ui import i18n, render
 from memrepo.ui.security import Guard
 
 PAGE_SIZE = 50
+INBOX_PAGE = 100           # open proposals a page of the inbox lists (the counts cover them all)
 SEARCH_LIMIT = 50
 # The proposal page's sections, in order: one template each (templates/section_<name>.html)
 # taking the page's values. A new section (a check delta, say) is one template and one name here.
@@ -106,7 +107,11 @@ class Window:
         with self.vault() as vault:
             box = api.inbox(vault)
         done = self.results.get(request.query_params.get("done", ""))
-        return self.html(request, "inbox.html", box=box, done=done, modes=MERGE_MODES)
+        start, total = _int(request.query_params.get("offset")), len(box.items)
+        page = {"items": box.items[start:start + INBOX_PAGE], "start": start, "total": total,
+                "newer": max(start - INBOX_PAGE, 0) if start else None,
+                "older": start + INBOX_PAGE if start + INBOX_PAGE < total else None}
+        return self.html(request, "inbox.html", box=box, page=page, done=done, modes=MERGE_MODES)
 
     async def bulk(self, request):
         form, refused = await self.posted(request)
