@@ -102,6 +102,34 @@ def test_the_inbox_pages_through_many_proposals(vault, monkeypatch):
     assert last.count('name="id"') == 1 and "prop_mem_r0" in last and 'href="/?offset=2"' in last
 
 
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+def test_an_action_on_a_busy_vault_says_so_at_once_and_the_pages_stay_up(vault):
+    """The server answers one request at a time: an approve waiting the whole lock timeout for
+    a long CLI command (an import, a nightly run) froze every page of the window meanwhile."""
+    import time
+
+    from starlette.testclient import TestClient
+
+    from memrepo.review import writes
+    from memrepo.ui.server import make_app
+    r = writes.add(vault, {"id": "mem_r", "subject": "ops", "fact": "rule", "kind": "constraint", "summary": "rule"}, "")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom memrepo import api\n"
+                               f"with api.Vault.find(explicit={str(vault.root)!r}) as v, v.lock():\n"
+                               "    print('held', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True, env=person_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        guard = Guard(host="127.0.0.1", port=8765)
+        client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+        client.cookies.set(guard.cookie_name, guard.token)
+        start = time.monotonic()
+        page = client.post(f"/proposal/{r.proposal}/apply", data={"csrf": guard.csrf, "mode": "overwrite"}).text
+        assert time.monotonic() - start < 6          # the lock timeout here is 10 s
+        assert "busy" in page and r.proposal in page
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def _start(vault_root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([*MEMREPO, "--vault", str(vault_root), "ui", "--no-open", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=person_env())

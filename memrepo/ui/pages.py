@@ -25,6 +25,9 @@ from memrepo.ui.security import Guard
 
 PAGE_SIZE = 50
 INBOX_PAGE = 100           # open proposals a page of the inbox lists (the counts cover them all)
+# Seconds an action waits for the vault's lock: the server answers one request at a time, so an
+# action waiting the whole lock timeout behind a long CLI command would freeze every page.
+ACTION_LOCK_WAIT = 2.0
 SEARCH_LIMIT = 50
 # The proposal page's sections, in order: one template each (templates/section_<name>.html)
 # taking the page's values. A new section (a check delta, say) is one template and one name here.
@@ -44,8 +47,12 @@ class Window:
     # ---------------------------------------------------------------- plumbing
 
     @contextmanager
-    def vault(self):
+    def vault(self, *, locking: bool = False):
+        """The vault for one request; ``locking``: the request takes the vault's lock (an action,
+        a dry run), and waits for it at most :data:`ACTION_LOCK_WAIT` seconds."""
         with api.Vault.find(explicit=self.root) as vault:
+            if locking:
+                vault.lock_wait = ACTION_LOCK_WAIT
             yield vault
 
     def language(self, request) -> str:
@@ -118,7 +125,7 @@ class Window:
         if refused:
             return refused
         ids = form.getlist("id")
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             if form.get("action") == "reject":
                 outcomes = api.reject_many(vault, ids, why=str(form.get("reason", "")))
             else:
@@ -141,7 +148,7 @@ class Window:
             return refused
         pid = request.path_params["pid"]
         only = form.getlist("only")
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             carried = api.get_proposal(vault, pid).ids
             outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"),
                                       only=only if only and set(only) != set(carried) else None)
@@ -152,7 +159,7 @@ class Window:
         if refused:
             return refused
         pid = request.path_params["pid"]
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             outcomes = api.reject_many(vault, [pid], why=str(form.get("reason", "")))
         return self.redirect(f"/proposal/{pid}?done={self.remember({'outcomes': outcomes})}")
 
@@ -213,7 +220,7 @@ class Window:
             return refused
         mid = request.path_params["mid"]
         reason = str(form.get("reason", ""))
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             try:
                 outcome = {"rolled_back": api.rollback_with_reason(vault, mid, reason=reason)}
             except MemrepoError as e:
@@ -242,7 +249,7 @@ class Window:
 
     def distill(self, request):
         explain = request.query_params.get("explain") == "1"
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             run = api.distill(vault, dry_run=True, explain=True).as_dict() if explain else api.last_distill(vault)
         return self.html(request, "distill.html", run=run, explained=explain)
 
