@@ -130,6 +130,18 @@ def test_an_action_on_a_busy_vault_says_so_at_once_and_the_pages_stay_up(vault):
         holder.wait()
 
 
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+def test_a_malformed_form_is_a_bad_request_not_a_server_error(vault):
+    from starlette.testclient import TestClient
+
+    from memrepo.ui.server import make_app
+    guard = Guard(host="127.0.0.1", port=8765)
+    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+    client.cookies.set(guard.cookie_name, guard.token)
+    answer = client.post("/bulk", content=f"csrf={guard.csrf}", headers={"Content-Type": "multipart/form-data"})
+    assert answer.status_code == 400 and "boundary" in answer.text and "HTTPException" not in answer.text
+
+
 def _start(vault_root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([*MEMREPO, "--vault", str(vault_root), "ui", "--no-open", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=person_env())

@@ -83,6 +83,10 @@ class Window:
             kind = "error.not_found" if status == 404 else "error.conflict" if status == 409 else "error.usage"
             return self.html(request, "message.html", status=status, kind=kind, message=str(e),
                              problems=[str(p) for p in getattr(e, "problems", ())])
+        refused = getattr(e, "status_code", None)
+        if isinstance(refused, int) and 400 <= refused < 500:   # Starlette's answer to a malformed request
+            return self.html(request, "message.html", status=refused, kind="error.usage",
+                             message=str(getattr(e, "detail", e)), problems=[])
         traceback.print_exc(file=sys.stderr)   # for the person running the server; the page says what failed
         return self.html(request, "message.html", status=500, kind="error.title",
                          message=f"{type(e).__name__}: {e}", problems=[])
