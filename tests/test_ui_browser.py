@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from ui_vault import XSS_BODY, build
+from ui_vault import XSS_FIELD, build
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 REQUIRED = os.environ.get("MEMREPO_BROWSER_TESTS") == "required"
@@ -349,16 +349,23 @@ def test_a_body_that_tries_to_run_script_renders_as_text(world, browser, shots):
     browser.get_log("performance")                                    # forget what came before
     browser.get(f"{server.base}/memory/mem_xss")
     body = css(browser, "#body")
-    assert "<script>alert(1)</script>" in body.text and 'onerror="alert(2)"' in body.text
+    assert body.text.startswith("Watch out") and "<script>alert(1)</script>" in body.text and 'onerror="alert(2)"' in body.text
     assert not all_css(browser, "#body script") and not all_css(browser, "#body img")
-    with pytest.raises(NoAlertPresentException):
-        _ = browser.switch_to.alert.text
+    assert "[a link](javascript:alert(7))" in body.text and not all_css(browser, 'a[href^="javascript"]')
+    assert "<script>alert(3)</script>" in css(browser, "h1").text          # the summary, as text
+    shot(browser, shots, "memory-script-as-text")
+    # the summary, tag and evidence in every page that shows them: the list, a search, the graph
+    for path in ("/memory/mem_xss", "/memories", "/memories?q=script", "/memories?tag=" + urllib.parse.quote(XSS_FIELD.format(n=4)),
+                 "/graph?id=mem_xss", "/graph?subject=security"):
+        browser.get(server.base + path)
+        assert "'><script>" in css(browser, "main").text, path        # shown, as text
+        assert not all_css(browser, "main script, main img, main svg [onload], a[href^='javascript']"), path
+        with pytest.raises(NoAlertPresentException):
+            _ = browser.switch_to.alert.text
     requested = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
     urls = [m["params"]["request"]["url"] for m in requested if m.get("method") == "Network.requestWillBeSent"]
-    assert urls and all(u.startswith(server.base + "/") for u in urls), urls    # nothing but the page and its assets
+    assert urls and all(u.startswith(server.base + "/") for u in urls), urls    # nothing but the pages and their assets
     assert not any("probe" in u or u.endswith("/x") for u in urls), urls
-    assert XSS_BODY.split(":")[0] in body.text
-    shot(browser, shots, "memory-script-as-text")
 
 
 def test_a_post_without_the_csrf_token_or_with_another_host_is_refused(world, browser, shots):
