@@ -142,6 +142,38 @@ def test_a_malformed_form_is_a_bad_request_not_a_server_error(vault):
     assert answer.status_code == 400 and "boundary" in answer.text and "HTTPException" not in answer.text
 
 
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+def test_approving_with_every_memory_unticked_applies_none(vault, tmp_path):
+    """A multi-memory proposal offers a box per memory ("only these"): a person who unticks them
+    all and presses approve has chosen nothing; that must not apply the whole proposal."""
+    import json
+    import re
+
+    from starlette.testclient import TestClient
+
+    from memrepo import api
+    from memrepo.ui.server import make_app
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(json.dumps({"id": f"mem_{k}", "summary": f"note {k}"}) + "\n" for k in "ab"), encoding="utf-8")
+    pid = api.import_jsonl(vault, data, propose=True).proposal
+    guard = Guard(host="127.0.0.1", port=8765)
+    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+    client.cookies.set(guard.cookie_name, guard.token)
+    page = client.get(f"/proposal/{pid}").text
+    form = page[page.index('id="approve-form"'):page.index("</form>", page.index('id="approve-form"'))]
+    assert form.count('name="only"') == 2
+    sent = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form)) | {"mode": "overwrite"}
+    answer = client.post(f"/proposal/{pid}/apply", data=sent)        # what the browser sends: no box ticked
+    assert api.get_proposal(vault, pid).status == "open", answer.text
+    assert "at least one" in answer.text
+    from memrepo.errors import UsageError
+    with pytest.raises(UsageError):
+        api.apply(vault, pid, only=[])                                   # the library's rule, not the page's
+    ticked = client.post(f"/proposal/{pid}/apply", data=sent | {"only": ["mem_b"]})
+    assert ticked.status_code == 200 and api.get_proposal(vault, pid).status == "applied"
+    assert vault.get("mem_b").meta["status"] == "active"
+
+
 def _start(vault_root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([*MEMREPO, "--vault", str(vault_root), "ui", "--no-open", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=person_env())

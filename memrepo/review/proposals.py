@@ -467,13 +467,17 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
     """Merge a proposal into main as one merge commit; returns the merge commit id.
 
     ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
-    others are recorded as declined in the merge commit and are not proposed again.
+    others are recorded as declined in the merge commit and are not proposed again. An empty
+    ``only`` chooses nothing and is refused (None applies them all).
     """
     vault.require_main_checkout()
     with vault.lock():
         proposal = get(vault, ref)
         _require_open(proposal)
-        only = list(only) if only else None
+        only = list(only) if only is not None else None
+        if only == []:
+            raise UsageError(f"choose at least one memory of {proposal.id} to apply (it carries {', '.join(proposal.ids)}), "
+                             "or reject the proposal")
         unknown = sorted(set(only or ()) - set(proposal.ids))
         if unknown:
             raise UsageError(f"proposal {proposal.id} does not carry {', '.join(unknown)}; it carries {', '.join(proposal.ids)}")

@@ -144,18 +144,20 @@ class Window:
             view = api.review_view(vault, pid)
         done = self.results.get(request.query_params.get("done", ""))
         sections = [s for s in PROPOSAL_SECTIONS if s != "actions" or (view.proposal.status == "open" and not self.guard.read_only)]
-        return self.html(request, "proposal.html", view=view, done=done, sections=sections, modes=MERGE_MODES)
+        return self.html(request, "proposal.html", view=view, done=done, sections=sections, modes=MERGE_MODES,
+                         choose=_offers_choice(view.proposal.ids))
 
     async def apply(self, request):
         form, refused = await self.posted(request)
         if refused:
             return refused
         pid = request.path_params["pid"]
-        only = form.getlist("only")
+        only = [str(i) for i in form.getlist("only")]
         with self.vault(locking=True) as vault:
             carried = api.get_proposal(vault, pid).ids
-            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"),
-                                      only=only if only and set(only) != set(carried) else None)
+            # the page offered a box per memory: none ticked chooses none (the library refuses it)
+            chosen = only if _offers_choice(carried) and set(only) != set(carried) else None
+            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"), only=chosen)
         return self.redirect(f"/proposal/{pid}?done={self.remember({'outcomes': outcomes})}")
 
     async def reject(self, request):
@@ -256,6 +258,11 @@ class Window:
         with self.vault(locking=True) as vault:
             run = api.distill(vault, dry_run=True, explain=True).as_dict() if explain else api.last_distill(vault)
         return self.html(request, "distill.html", run=run, explained=explain)
+
+
+def _offers_choice(ids) -> bool:
+    """Whether a proposal's page offers a box per memory ("only these"): it carries several."""
+    return len(ids) > 1
 
 
 def _int(text: str | None, default: int = 0) -> int:
