@@ -184,7 +184,11 @@ def shot(driver, shots: Path, name: str, *, doc: str | None = None, height: int 
 
 
 def signed_in(driver, server: Server) -> None:
+    """Follow the token link and wait until the page it leads to has taken the token away."""
+    from selenium.webdriver.support.ui import WebDriverWait
     driver.get(server.url)
+    WebDriverWait(driver, 20).until(lambda d: "token=" not in d.current_url and d.execute_script(
+        "return document.readyState") == "complete" if d.current_url.startswith(server.base) else False)
 
 
 def css(driver, selector: str):
@@ -234,12 +238,30 @@ def test_a_request_without_the_cookie_is_refused(world, browser, shots):
     assert server.request("/?token=not-the-token", cookie=False)[0] == 403
     assert server.request("/static/style.css", cookie=False)[0] == 403
     code, _ = server.request(f"/?token={server.token}", cookie=False)
-    assert code == 303
+    assert code in (200, 303)
     browser.delete_all_cookies()
     browser.get(server.base + "/")
     assert "memrepo ui" in css(browser, "#message").text and not all_css(browser, "table.inbox")
     shot(browser, shots, "refused-without-cookie")
     signed_in(browser, server)
+
+
+def test_the_token_link_followed_from_another_site_opens_the_inbox(world, browser, tmp_path):
+    """A person clicks the printed link in a chat, a web IDE or the page the browser is opened
+    on: that navigation comes from another site, and a SameSite=Strict cookie set on its way is
+    not sent with it (nor on reload); the window must still open, not answer 403."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    server = world["server"]
+    page = tmp_path / "elsewhere.html"
+    page.write_text(f'<!doctype html><a id="go" href="{server.url}">memrepo ui</a>', encoding="utf-8")
+    browser.delete_all_cookies()
+    try:
+        browser.get(page.as_uri())
+        css(browser, "#go").click()
+        WebDriverWait(browser, 20).until(lambda d: d.current_url == server.base + "/" and all_css(d, "table.inbox, #error, .message"))
+        assert all_css(browser, "table.inbox"), browser.page_source[:300]
+    finally:
+        signed_in(browser, server)
 
 
 def test_a_high_risk_proposal_shows_its_field_diff_and_approving_it_merges_with_the_reviewer(world, browser, shots):

@@ -174,6 +174,32 @@ def test_approving_with_every_memory_unticked_applies_none(vault, tmp_path):
     assert vault.get("mem_b").meta["status"] == "active"
 
 
+def test_the_browser_is_opened_on_a_private_file_not_on_the_token_link(monkeypatch):
+    """A browser started with the token link keeps it in its command line, which every user of
+    the machine can read (ps, /proc/PID/cmdline): it is given a file only its owner can read,
+    which sends it on to the link (as Jupyter does)."""
+    import os
+    import stat
+    import webbrowser
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    from memrepo.ui import server
+    opened = []
+    monkeypatch.setattr(webbrowser, "open", lambda target, *a, **kw: opened.append(target) or True)
+    url = "http://127.0.0.1:8123/?token=s3cret-token"
+    folder = server.open_in_browser(url)
+    try:
+        [target] = opened
+        assert "s3cret-token" not in target and target.startswith("file://")
+        page = Path(url2pathname(urlsplit(target).path))
+        assert stat.S_IMODE(os.stat(page).st_mode) == 0o600 and stat.S_IMODE(os.stat(page.parent).st_mode) == 0o700
+        assert url in page.read_text(encoding="utf-8")
+    finally:
+        import shutil
+        shutil.rmtree(folder)
+
+
 def _start(vault_root: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([*MEMREPO, "--vault", str(vault_root), "ui", "--no-open", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=person_env())
@@ -189,9 +215,10 @@ def test_off_loopback_it_warns_and_ctrl_c_stops_it_cleanly(vault):
     assert "warning: listening on 127.0.0.2" in err and "Traceback" not in err
 
 
-def test_the_token_link_redirects_to_the_same_page_as_it_was_written(vault):
-    """The redirect that drops the token keeps the path and the query as the browser sent them
+def test_the_token_link_goes_on_to_the_same_page_as_it_was_written(vault):
+    """The page that drops the token goes on to the path and the query as the browser sent them
     (escapes and repeated keys too) and can only point into this server."""
+    import html
     import http.client
     import re
     proc = _start(vault.root)
@@ -203,10 +230,12 @@ def test_the_token_link_redirects_to_the_same_page_as_it_was_written(vault):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
             conn.request("GET", target)
             response = conn.getresponse()
-            assert response.status == 303, (target, response.status)
+            assert response.status == 200, (target, response.status)
             assert f"memrepo_ui_{port}={token}" in (response.getheader("set-cookie") or "")
+            page = response.read().decode()
             conn.close()
-            return response.getheader("location")
+            assert token not in page
+            return html.unescape(re.search(r'http-equiv="refresh" content="0; url=([^"]*)"', page).group(1))
         assert location(f"/memories?q=%E4%B8%AD&token={token}&q=2") == "/memories?q=%E4%B8%AD&q=2"
         assert location(f"/memory/a%3Fb?token={token}") == "/memory/a%3Fb"
         assert location(f"/x%0d%0aSet-Cookie:%20a=b?token={token}") == "/x%0d%0aSet-Cookie:%20a=b"

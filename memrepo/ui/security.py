@@ -5,7 +5,7 @@ page the person has open, nor by another user of the machine:
 
 * the server binds the loopback address unless ``--host`` says otherwise;
 * a random token travels in the first URL only; the first request with it gets an HttpOnly,
-  SameSite=Strict cookie (as Jupyter does) and is redirected to the same page without it;
+  SameSite=Strict cookie (as Jupyter does) and a page that goes on to the same URL without it;
   every other request without that cookie gets 403;
 * the ``Host`` header must name the bound address (a DNS-rebinding page names its own);
 * every state-changing request is a POST carrying the CSRF token in a hidden field (checked by
@@ -15,6 +15,7 @@ page the person has open, nor by another user of the machine:
 """
 from __future__ import annotations
 
+import html
 import secrets
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote_from_bytes, unquote_plus, urlencode
@@ -100,7 +101,8 @@ class GuardMiddleware:
         if "token" in query:
             if not self.guard.token_ok(query["token"]):
                 return await self._refuse(scope, receive, send, "token")
-            return await _send(send, 303, [(b"location", _without_token(scope)), (b"set-cookie", self.guard.set_cookie())], b"")
+            return await _send(send, 200, [(b"content-type", b"text/html; charset=utf-8"), (b"set-cookie", self.guard.set_cookie())],
+                               _onward(_without_token(scope)))
         if not self.guard.cookie_ok(headers.get("cookie")):
             return await self._refuse(scope, receive, send, "cookie")
 
@@ -124,6 +126,18 @@ def _without_token(scope) -> bytes:
     kept = [pair for pair in scope.get("query_string", b"").split(b"&")
             if pair and unquote_plus(pair.split(b"=", 1)[0].decode("latin-1")) != "token"]
     return path + (b"?" + b"&".join(kept) if kept else b"")
+
+
+def _onward(url: bytes) -> bytes:
+    """The answer to the token link: a page that goes on to ``url`` by itself.
+
+    Not a redirect: a redirect belongs to the navigation the link started, and when the link
+    was followed from another site (a chat, a web IDE, the file the browser is opened on) that
+    navigation is cross-site, so the SameSite=Strict cookie just set is not sent with it, nor on
+    a reload. This page's own navigation is same-site."""
+    link = html.escape(url.decode("ascii"))
+    return (f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={link}">'
+            f'<title>memrepo ui</title><p><a href="{link}">memrepo ui</a></p>\n').encode()
 
 
 def _same(given: str, secret: str) -> bool:
