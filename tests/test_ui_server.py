@@ -15,6 +15,21 @@ from conftest import MEMREPO, cli, person_env
 from memrepo.ui import i18n
 from memrepo.ui.security import Guard
 
+# The app in this process through Starlette's test client (a page's server time, no browser):
+# Starlette warns that the client's httpx transport is deprecated; the client works.
+IN_PROCESS = pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+
+
+def signed_in(root: Path):
+    """(guard, client) for the window over ``root``, the client carrying the cookie."""
+    from starlette.testclient import TestClient
+
+    from memrepo.ui.server import make_app
+    guard = Guard(host="127.0.0.1", port=8765)
+    client = TestClient(make_app(root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+    client.cookies.set(guard.cookie_name, guard.token)
+    return guard, client
+
 
 def test_the_guard_accepts_only_the_bound_host_the_cookie_and_the_csrf_token():
     g = Guard(host="127.0.0.1", port=8123)
@@ -80,21 +95,16 @@ def test_every_label_exists_in_both_languages_and_dates_read_as_each_expects():
     assert i18n.age("en", 7200) == "2 hours ago" and i18n.age("zh", 7200) == "2 小时前"
 
 
-@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+@IN_PROCESS
 def test_the_inbox_pages_through_many_proposals(vault, monkeypatch):
     """Two thousand open proposals are not one page of 1.2 MB: the inbox shows a page at a time
     (newest first) and counts them all."""
-    from starlette.testclient import TestClient
-
     from memrepo.review import writes
     from memrepo.ui import pages
-    from memrepo.ui.server import make_app
     for k in range(5):
         writes.add(vault, {"id": f"mem_r{k}", "subject": "ops", "fact": f"rule.{k}", "kind": "constraint", "summary": f"rule {k}"}, "")
     monkeypatch.setattr(pages, "INBOX_PAGE", 2)
-    guard = Guard(host="127.0.0.1", port=8765)
-    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
-    client.cookies.set(guard.cookie_name, guard.token)
+    _, client = signed_in(vault.root)
     first = client.get("/").text
     assert first.count('name="id"') == 2 and "prop_mem_r4" in first and "prop_mem_r2" not in first
     assert "Showing 1–2 of 5" in first and 'href="/?offset=2"' in first and '<span class="count">5</span>' in first
@@ -102,25 +112,20 @@ def test_the_inbox_pages_through_many_proposals(vault, monkeypatch):
     assert last.count('name="id"') == 1 and "prop_mem_r0" in last and 'href="/?offset=2"' in last
 
 
-@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+@IN_PROCESS
 def test_an_action_on_a_busy_vault_says_so_at_once_and_the_pages_stay_up(vault):
     """The server answers one request at a time: an approve waiting the whole lock timeout for
     a long CLI command (an import, a nightly run) froze every page of the window meanwhile."""
     import time
 
-    from starlette.testclient import TestClient
-
     from memrepo.review import writes
-    from memrepo.ui.server import make_app
     r = writes.add(vault, {"id": "mem_r", "subject": "ops", "fact": "rule", "kind": "constraint", "summary": "rule"}, "")
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom memrepo import api\n"
                                f"with api.Vault.find(explicit={str(vault.root)!r}) as v, v.lock():\n"
                                "    print('held', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True, env=person_env())
     try:
         assert holder.stdout.readline().strip() == "held"
-        guard = Guard(host="127.0.0.1", port=8765)
-        client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
-        client.cookies.set(guard.cookie_name, guard.token)
+        guard, client = signed_in(vault.root)
         start = time.monotonic()
         page = client.post(f"/proposal/{r.proposal}/apply", data={"csrf": guard.csrf, "mode": "overwrite"}).text
         assert time.monotonic() - start < 6          # the lock timeout here is 10 s
@@ -130,35 +135,25 @@ def test_an_action_on_a_busy_vault_says_so_at_once_and_the_pages_stay_up(vault):
         holder.wait()
 
 
-@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+@IN_PROCESS
 def test_a_malformed_form_is_a_bad_request_not_a_server_error(vault):
-    from starlette.testclient import TestClient
-
-    from memrepo.ui.server import make_app
-    guard = Guard(host="127.0.0.1", port=8765)
-    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
-    client.cookies.set(guard.cookie_name, guard.token)
+    guard, client = signed_in(vault.root)
     answer = client.post("/bulk", content=f"csrf={guard.csrf}", headers={"Content-Type": "multipart/form-data"})
     assert answer.status_code == 400 and "boundary" in answer.text and "HTTPException" not in answer.text
 
 
-@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+@IN_PROCESS
 def test_approving_with_every_memory_unticked_applies_none(vault, tmp_path):
     """A multi-memory proposal offers a box per memory ("only these"): a person who unticks them
     all and presses approve has chosen nothing; that must not apply the whole proposal."""
     import json
     import re
 
-    from starlette.testclient import TestClient
-
     from memrepo import api
-    from memrepo.ui.server import make_app
     data = tmp_path / "two.jsonl"
     data.write_text("".join(json.dumps({"id": f"mem_{k}", "summary": f"note {k}"}) + "\n" for k in "ab"), encoding="utf-8")
     pid = api.import_jsonl(vault, data, propose=True).proposal
-    guard = Guard(host="127.0.0.1", port=8765)
-    client = TestClient(make_app(vault.root, guard, lang="en"), base_url="http://127.0.0.1:8765")
-    client.cookies.set(guard.cookie_name, guard.token)
+    guard, client = signed_in(vault.root)
     page = client.get(f"/proposal/{pid}").text
     form = page[page.index('id="approve-form"'):page.index("</form>", page.index('id="approve-form"'))]
     assert form.count('name="only"') == 2
