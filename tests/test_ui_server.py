@@ -2,6 +2,7 @@
 process (a warning off loopback, Ctrl-C, a busy port, a bad option) and the wheel's assets."""
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -20,13 +21,13 @@ from memrepo.ui.security import Guard
 IN_PROCESS = pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
 
 
-def signed_in(root: Path):
+def signed_in(root: Path, *, lang: str | None = "en"):
     """(guard, client) for the window over ``root``, the client carrying the cookie."""
     from starlette.testclient import TestClient
 
     from memrepo.ui.server import make_app
     guard = Guard(host="127.0.0.1", port=8765)
-    client = TestClient(make_app(root, guard, lang="en"), base_url="http://127.0.0.1:8765")
+    client = TestClient(make_app(root, guard, lang=lang), base_url="http://127.0.0.1:8765")
     client.cookies.set(guard.cookie_name, guard.token)
     return guard, client
 
@@ -133,6 +134,17 @@ def test_an_action_on_a_busy_vault_says_so_at_once_and_the_pages_stay_up(vault):
     finally:
         holder.kill()
         holder.wait()
+
+
+@IN_PROCESS
+def test_a_refusal_speaks_the_browsers_language_too(vault):
+    _, client = signed_in(vault.root, lang=None)
+    wrong_host = client.get("/", headers={"Host": "evil.example:8765", "Accept-Language": "zh-CN"})
+    client.cookies.clear()
+    no_cookie = client.get("/", headers={"Accept-Language": "zh-CN"})
+    for answer in (wrong_host, no_cookie):
+        assert answer.status_code == 403 and 'lang="zh-CN"' in answer.text
+        assert re.search(r'id="message">[^<]*[\u4e00-\u9fff]', answer.text), answer.text
 
 
 @IN_PROCESS

@@ -60,7 +60,7 @@ def make_app(root: Path, guard: Guard, *, lang: str | None = None):
     def forbidden(scope, why: str) -> tuple[int, bytes]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         language = i18n.choose(headers.get("accept-language"), lang)
-        message = "Host header not allowed" if why == "host" else i18n.text(language, "error.forbidden")
+        message = i18n.text(language, "error.host" if why == "host" else "error.forbidden")
         return 403, render.page("forbidden.html", lang=language, message=message).encode("utf-8")
 
     return GuardMiddleware(app, guard, forbidden)
