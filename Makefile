@@ -12,7 +12,7 @@ $(BIN)/python:
 # Byte-compile the package once: the CLI starts on every agent turn, and an environment that
 # sets PYTHONDONTWRITEBYTECODE would otherwise recompile memrepo's sources on every call.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[claude]'
 	$(BIN)/python -m compileall -q memrepo
 	touch $@
 
@@ -29,7 +29,8 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy memrepo/store memrepo/review memrepo/api.py
+	$(BIN)/mypy memrepo/store memrepo/review memrepo/retrieval memrepo/lifecycle memrepo/api.py \
+		memrepo/errors.py memrepo/text.py memrepo/config.py memrepo/resources.py
 
 # Lint first (seconds), then the suite.
 test: lint

@@ -13,7 +13,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from memrepo.cli import commands
+from memrepo.cli import claude, commands
+from memrepo.cli.check import check_app
 from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
@@ -21,7 +22,7 @@ from memrepo.cli.output import hoist_globals
 GLOBAL_OPTIONS = ("--vault", "--agent")
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks), a recall check regressed (check run) or git failed; 2 usage error; "
     "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
     "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
     "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
@@ -104,7 +105,8 @@ EXAMPLES: dict[str, str] = {
     "list": "memrepo list --layer L2 --status active\nmemrepo list --subject user --json",
     "log": "memrepo log mem_20261201_7k3p9x",
     "validate": "memrepo validate\nmemrepo validate memories/L2 --json",
-    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose",
+    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose\n"
+              "memrepo import --from claude-code ~/code/project\nmemrepo import --from mcp-memory memory.jsonl",
     "proposals": "memrepo proposals\nmemrepo proposals --all --json",
     "proposals push": "memrepo proposals push prop_20261201_ab12cd --remote origin",
     "review": "memrepo review prop_20261201_ab12cd",
@@ -127,7 +129,8 @@ EXAMPLES: dict[str, str] = {
     "hooks install": "memrepo hooks install",
     "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
     "context": "memrepo context --subject project-alpha --budget 4000",
-    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
+    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh\n"
+             "memrepo flush --hook < post-compact-payload.json",
     "prune": "memrepo prune transcript.json > pruned.json\nmemrepo prune - --keep-last-assistants 5 < transcript.json",
     "evidence": "memrepo evidence evidence:3fa9c1d2e4b5",
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
@@ -137,6 +140,10 @@ EXAMPLES: dict[str, str] = {
     "daemon start": "memrepo daemon start --json",
     "daemon stop": "memrepo daemon stop",
     "daemon status": "memrepo daemon status --json",
+    "install": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user",
+    "install claude-code": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user --json",
+    "uninstall": "memrepo uninstall claude-code",
+    "uninstall claude-code": "memrepo uninstall claude-code\nmemrepo uninstall claude-code --user",
 }
 # Commands without --json, and why (a test requires --json of every other command).
 NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself", "ui": "a web server: it serves pages"}
@@ -178,6 +185,8 @@ app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
 app.add_typer(hook_app, name="hook", hidden=True)
+claude.register(app)
+app.add_typer(check_app, name="check")
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
@@ -223,10 +232,11 @@ def _progress(label: str):
 
 @app.command()
 def init(path: Path = typer.Argument(..., help="Directory to create the vault in (new or empty)."),
+         ci: Optional[str] = typer.Option(None, "--ci", help="github or gitlab: also commit the forge workflow that runs the recall checks."),
          as_json: bool = JsonOpt):
     """Create a vault: git repository on main, layout, config, .gitignore and hooks."""
     from memrepo import api
-    vault = api.init(path)
+    vault = api.init(path, ci=ci)
     _out({"vault": str(vault.root), "commit": vault.head()}, as_json, f"Created vault {vault.root}")
 
 
@@ -336,21 +346,29 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
 
 
 @app.command("import")
-def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, front-matter fields plus 'body'."),
+def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object per line, front-matter fields plus 'body' "
+                                                            "(with --from: the workspace, project folder or file)."),
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
-            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/); "
+                                                "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
+                                                "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
     and the semantic vectors up to date (progress bars on a terminal)."""
+    from memrepo.errors import UsageError
     from memrepo.review import writes as memories
+    if from_ in ("claude-code", "mcp-memory"):
+        return claude.import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index,
+                                  as_json=as_json, catch_up=_catch_up)
+    if file is None:
+        raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
         from memrepo.agents import openclaw
-        from memrepo.errors import UsageError
         if from_ != "openclaw":
-            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+            raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with _vault() as vault:
             found = openclaw.import_openclaw(vault, file, author=author)
             ready = _catch_up(vault) if found.commit and not no_index else {}
@@ -448,6 +466,10 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
         text = proposals.card(vault, proposal_id)
         data = {**p.as_dict(), "card": text, "memories_detail": [
             {**dict(m.meta), "path": m.path, "body": m.body} for m in proposals.memories_of(vault, p)]}
+        if p.status == "open":  # what applying it does to recall: the check delta
+            from memrepo import api
+            checks = api.proposal_checks(vault, p.id)
+            text, data["checks"] = text.rstrip("\n") + "\n" + "\n".join(checks.card_lines()) + "\n", checks.as_dict()
     _out(data, as_json, text)
 
 
@@ -455,11 +477,13 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
 def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
           only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
+          accept_regression: Optional[str] = typer.Option(None, "--accept-regression", metavar="REASON", help="Apply although recall checks regress; the reason is recorded in the apply commit."),
           as_json: bool = JsonOpt):
-    """Apply a proposal: one merge commit on main."""
+    """Apply a proposal: the recall checks first (a regression refuses, exit 4), then one merge commit on main."""
+    from memrepo import api
     from memrepo.review import proposals
     with _vault() as vault:
-        commit = proposals.apply(vault, proposal_id, mode=mode, only=only or None)
+        commit = api.apply(vault, proposal_id, mode=mode, only=only or None, accept_regression=accept_regression)
         remote = proposals.delete_pushed_branches(vault, ids=[proposals.get(vault, proposal_id).id])
     _out({"proposal": proposal_id, "commit": commit, "mode": mode, "remote_branches": remote}, as_json,
          f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'"
@@ -606,6 +630,9 @@ def distill(now: Optional[str] = NowOpt,
         lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
+    lines += [f"check candidate {c['name']}: {c['question']!r} must find {c['expect']} ({c['why']})" for c in report.check_candidates]
+    if report.check_proposal:
+        lines.append(f"proposal {report.check_proposal} (recall checks): review with 'memrepo review {report.check_proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
 
 
@@ -682,6 +709,7 @@ def _nightly_summary(result: dict) -> str:
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.items()
                            if isinstance(n, int) and not isinstance(n, bool))
         where = (f"; review: memrepo review {r['proposal']}" if r.get("proposal") else "") + \
+                (f"; recall checks: memrepo review {r['check_proposal']}" if r.get("check_proposal") else "") + \
                 (f"; commit {str(r['commit'])[:12]}" if r.get("commit") else "")
         return f"{name}: {counts or 'nothing to ' + verb}{where}"
     index = result.get("index") or {}
@@ -771,10 +799,14 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
           skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
           show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
           lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          hook: bool = typer.Option(False, "--hook", help="Read a Claude Code hook's payload on stdin: file the compaction "
+                                                       "summary (PostCompact), or with --prompt print the compaction instructions (SessionStart)."),
           as_json: bool = JsonOpt):
     """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
     from memrepo.agents import flush as svc
     from memrepo.errors import UsageError
+    if hook:
+        return claude.flush_hook(show_prompt, lang, as_json)
     if show_prompt:
         from memrepo.errors import VaultNotFound
         try:
@@ -790,6 +822,8 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
     for p in result.skipped:
         typer.echo(f"skipped {p}", err=True)
+    if result.notice:
+        typer.echo(f"notice: {result.notice}", err=True)
     if result.silent:
         return
     if result.reason == "cycle already flushed":
@@ -903,7 +937,7 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
 
 
 @app.command()
-def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON, or Claude Code's transcript .jsonl ('-' for stdin)."),
           keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
           soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
           head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
@@ -912,19 +946,14 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           as_json: bool = JsonOpt):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
     from memrepo.agents import prune as svc
-    from memrepo.errors import UsageError
     text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
     options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
     with _vault() as vault:
-        result = svc.prune(vault, data, options)
+        result = svc.prune_text(vault, text, options, where=str(transcript))
     if as_json:
         _out({"transcript": result.transcript, **result.report()}, True)
         return
-    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(result.text(), nl=not result.jsonl)
     typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
                f"cleared {len(result.cleared)} tool results"
                + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
@@ -961,7 +990,7 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
            target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
            as_json: bool = JsonOpt):
     """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
-    from memrepo.agents import openclaw
+    from memrepo.agents import openclaw_export as openclaw
     from memrepo.errors import UsageError
     from memrepo.model import check_choice
     check_choice("to", to, openclaw.EXPORT_FORMATS)
@@ -980,7 +1009,8 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
     with _vault() as vault:
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
-         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else "")
+         + (f"; the files it replaced are kept in {result.backup}" if result.backup else ""))
 
 
 from memrepo.cli import ui as ui_command  # noqa: E402  (memrepo ui, in its own module)

@@ -64,6 +64,7 @@ class ReviewView:
     compare_url: str | None
     card_text: str
     notes: tuple[str, ...] = field(default=())   # what could not be read (an evidence file gone, ...)
+    checks: Any = None   # an open proposal's recall-check delta (memrepo.lifecycle.memory_ci.CheckRun)
 
 
 def review_view(vault: Vault, ref: str) -> ReviewView:
@@ -74,9 +75,11 @@ def review_view(vault: Vault, ref: str) -> ReviewView:
     entries = [_entry(vault, p, m.meta, "write", notes) for m in memories]
     all_diffs = diffs.proposal_diffs(vault, p.id)
     entries += [_deletion(d, p) for d in all_diffs if d.kind == "delete"]
+    from memrepo.lifecycle.memory_ci import proposal_checks
     return ReviewView(p, tuple(entries), tuple(all_diffs), p.base or None,
                       forge.compare_url(vault, p.id) if p.status == "open" else None,
-                      proposals.card(vault, p.id), tuple(notes))
+                      proposals.card(vault, p.id), tuple(notes),
+                      proposal_checks(vault, p.id) if p.status == "open" else None)
 
 
 def _entry(vault: Vault, p: proposals.Proposal, meta, action: str, notes: list[str]) -> CardEntry:
@@ -138,6 +141,7 @@ def review_markdown(vault: Vault, ref: str) -> str:
     view = review_view(vault, ref)
     p = view.proposal
     lines = [f"## memrepo proposal `{p.id}` ({p.status})", "", f"> {_md(p.reason)}", ""]
+    lines += checks_markdown(view.checks) if view.checks is not None else []
     by_id = {d.id: d for d in view.diffs}
     for entry in view.entries:
         lines += _entry_markdown(entry, view.rollback_point)
@@ -146,6 +150,27 @@ def review_markdown(vault: Vault, ref: str) -> str:
     lines += [f"Apply it with `memrepo apply {p.id}` (or merge this pull request); "
               f"reject it with `memrepo reject {p.id} --why \"...\"`.", ""]
     return "\n".join(lines)
+
+
+def checks_markdown(run) -> list[str]:
+    """The recall-check delta: the summary, and a row per check that regressed, fails or was fixed."""
+    if run.skipped:
+        return ["### Recall checks", "", f"Not run: {_md(run.skipped)}", ""]
+    if not run.results:
+        return []
+    shown = [r for r in run.results if r.status != "pass"]
+    out = ["### Recall checks", "", f"**{run.summary()}** passed ({_md(run.against or '')} → after apply)"
+           + (f", **{len(run.regressions)} regressed**" if run.regressions else ""), ""]
+    if shown:
+        out += ["| check | result | before | after | question |", "|---|---|---|---|---|"]
+        out += [f"| `{r.check.name}` | {'**regressed**' if r.status == 'regressed' else r.status} | "
+                f"{_md(r.before.text(expects=_expects(r)) if r.before else '')} | {_md(r.after.text(expects=_expects(r)))} | "
+                f"{_md(r.check.question)} |" for r in shown] + [""]
+    return out
+
+
+def _expects(result) -> bool:
+    return bool(result.check.expect_id or result.check.expect_fact)
 
 
 def _entry_markdown(e: CardEntry, rollback: str | None) -> list[str]:

@@ -187,6 +187,14 @@ class Catalog:
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {where} ORDER BY created DESC, path DESC LIMIT ? OFFSET ?"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, [*args, limit, offset])], total
 
+    def active_with_fact_prefix(self, prefix: str) -> list[dict]:
+        """Active memories whose fact key starts with ``prefix`` (id, path, fact), one range
+        scan in SQLite: Claude's memory-tool files are found without listing the vault."""
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        sql = ("SELECT id, path, fact FROM memory WHERE error IS NULL AND status='active' AND fact >= ? AND fact < ? "
+               "ORDER BY path")
+        return [dict(zip(("id", "path", "fact"), r)) for r in self.db.execute(sql, (prefix, end))]
+
     def standing(self, layers: tuple[str, ...], kinds: tuple[str, ...], subject: str | None = None) -> list[dict]:
         """Active memories of ``layers`` (any subject) or of ``kinds`` (of ``subject`` when
         given): what an agent reads at session start. Rows as :meth:`query` gives them."""

@@ -16,6 +16,11 @@ LANGUAGES = ("en", "zh")
 LABELS: dict[str, tuple[str, str]] = {
     "app": ("memrepo", "memrepo"),
     "nav.inbox": ("Inbox", "待审"),
+    "checks.title": ("Recall checks: main now → after apply", "召回检查：当前主线 → 应用之后"),
+    "checks.regressed": ("regressed: apply refuses it unless a reason is recorded (memrepo apply --accept-regression)",
+                         "退化：除非记录原因，否则 apply 会拒绝（memrepo apply --accept-regression）"),
+    "checks.skipped": ("Not run", "未运行"),
+    "checks.all_pass": ("Every other check passes.", "其余检查均通过。"),
     "nav.memories": ("Memories", "记忆"),
     "nav.graph": ("Graph", "图谱"),
     "nav.distill": ("Distill", "提炼"),

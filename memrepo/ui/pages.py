@@ -31,7 +31,7 @@ ACTION_LOCK_WAIT = 2.0
 SEARCH_LIMIT = 50
 # The proposal page's sections, in order: one template each (templates/section_<name>.html)
 # taking the page's values. A new section (a check delta, say) is one template and one name here.
-PROPOSAL_SECTIONS = ("outcome", "card", "diff", "actions")
+PROPOSAL_SECTIONS = ("outcome", "card", "checks", "diff", "actions")
 _STATUS_OF = {NotFound: 404, Conflict: 409, UsageError: 400}
 
 
