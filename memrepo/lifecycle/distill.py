@@ -25,11 +25,14 @@ Matching is linear-ish, never all-pairs:
 3. pairs sharing :data:`~memrepo.lifecycle.distill_match.MIN_SHARED_WORDS` content words (or a fact key) and scoring at least
    ``similarity`` (cosine, plus bonuses for a shared fact key and shared tags) are joined with
    union-find; chained clusters are split until coherent;
-4. a cluster seen on ``min_occurrences`` distinct days (or sessions) whose members share
-   content becomes a candidate, unless a :class:`KnownPattern` already covers it (idempotence,
-   reinforcements). It reads as a statement (the speaker and the member sentence nearest the
-   cluster's centroid), is scored by its evidence (days, similarity, shared words), and the
-   best ``max_per_subject`` per subject (``max_per_run`` in all) are returned; the rest wait.
+4. a cluster seen on too few days whose shared words are all its speaker's own (held
+   ``speaker_share`` or more by that speaker) takes in every entry of the speaker holding them
+   (:func:`~memrepo.lifecycle.distill_match.cover`); a cluster seen on ``min_occurrences``
+   distinct days (or sessions) whose members share content becomes a candidate, unless a
+   :class:`KnownPattern` already covers it (idempotence, reinforcements). It reads as a
+   statement (the speaker and the member sentence nearest the cluster's centroid), is scored
+   by its evidence (days, similarity, shared words), and the best ``max_per_subject`` per
+   subject (``max_per_run`` in all) are returned; the rest wait.
 
 English and Chinese paraphrases match within their language; across languages only a shared
 fact key (or shared tags) joins them: there is no dictionary or translation here.
@@ -62,6 +65,7 @@ from memrepo.lifecycle.distill_values import (
     Skipped,
     Suppressed,
 )
+from memrepo.text import is_cjk
 
 _DISTILL = DEFAULTS["distill"]  # the defaults of the nightly runs live in the vault configuration
 _PROMOTE = DEFAULTS["promote"]
@@ -91,7 +95,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     term seen on ``common_day_share`` of the days or more (terms that recur everywhere carry
     no content), and any of ``stopwords`` (e.g. search's learned stopwords) — unless one
     speaker says it: a common term held ``speaker_share`` or more by one speaker's entries
-    (not a participant's name) is that speaker's recurring topic, a conversation's main topic.
+    (not a participant's name) is that speaker's recurring topic, a conversation's main topic;
+    a cluster on too few days whose shared words are all such words of its speaker counts the
+    days of every entry of theirs that holds them all.
     ``min_coherence`` is how close, on average, members must be to their cluster's centroid;
     a looser cluster (a chain of "User prefers X" / "User prefers Y" …) is split by raising
     the join threshold inside it until its parts are coherent.
@@ -103,9 +109,10 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     """
     docs, skipped, out_of_window, chatter = prepare(entries, now=now, window_days=window_days)
     too_common = max(bucket_cap, int(max_df * len(docs)))
-    owned = speaker_terms(docs, speaker_share)
-    weights, df = weigh(docs, too_common, (everywhere(docs, common_day_share) - owned) | set(stopwords))
+    owners = speaker_terms(docs, speaker_share)
+    weights, df = weigh(docs, too_common, (everywhere(docs, common_day_share) - owners.keys()) | set(stopwords))
     docs, weights, thin = drop_thin(docs, weights)
+    own = matching.own_entries(docs, weights, owners)
     chatter.extend(thin)
     pairs = matching.candidate_pairs(weights, df, [d.speaker for d in docs], threshold=similarity,
                                      signature_size=signature_size, bucket_cap=bucket_cap)
@@ -121,6 +128,10 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
         for members, inner_scores in matching.coherent(cluster, cluster_scores, weights,
                                                        similarity, min_coherence):
             group = [docs[i] for i in members]
+            if matching.occurrences(group, count_by) < min_occurrences:
+                words = _words(shared_terms([weights[i] for i in members]))
+                members = matching.cover(members, docs, words, owners, own)
+                group = [docs[i] for i in members]
             if matching.occurrences(group, count_by) < min_occurrences:
                 continue
             if not shared_terms([weights[i] for i in members]) and not shared_fact(group):
@@ -140,6 +151,11 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
         skipped=tuple(sorted(skipped, key=lambda s: (s.id, s.reason))),
         considered=len(docs) + len(chatter), out_of_window=out_of_window,
         capped=tuple(capped), small_talk=len(chatter), near_misses=tuple(near))
+
+
+def _words(terms: Iterable[str]) -> list[str]:
+    """The words among shared terms (a single Chinese character is part of one, not a word)."""
+    return [t for t in terms if len(t) > 1 or not is_cjk(t)]
 
 
 def promote(entries: Iterable[Entry], *, now: datetime,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from memrepo.lifecycle.distill_terms import FACT_PREFIX, Doc
 from memrepo.lifecycle.distill_values import CountBy
@@ -166,6 +166,36 @@ def split_scores(clusters: Sequence[Sequence[int]],
     for pair, score in scores.items():
         inner[owner[pair[0]]][pair] = score  # a scored pair always lies inside one cluster
     return inner
+
+
+def own_entries(docs: Sequence[Doc], weights: Sequence[dict[str, float]],
+                owners: Mapping[str, str]) -> dict[str, list[int]]:
+    """For each speaker's own word (``owners``: word -> speaker,
+    :func:`~memrepo.lifecycle.distill_terms.speaker_terms`), the entries of that speaker holding it."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for i, (doc, vec) in enumerate(zip(docs, weights)):
+        for term in vec:
+            if owners.get(term) == doc.speaker:
+                out[term].append(i)
+    return out
+
+
+def cover(members: list[int], docs: Sequence[Doc], words: Sequence[str], owners: Mapping[str, str],
+          entries: Mapping[str, list[int]]) -> list[int]:
+    """A group seen on too few days, grown by every entry of its speaker holding all its shared
+    ``words`` when each of them is that speaker's own recurring word (``owners``, with
+    ``entries`` from :func:`own_entries`).
+
+    Turns on one topic share its word but rarely a second one (the career in counselling one
+    speaker wants, each day in other words), so pairs join only on the days where two turns
+    happen to share more; the speaker's own words, all of them, are the pattern wherever else
+    that speaker says them. Nothing is grown by a word both speakers use.
+    """
+    speaker = docs[members[0]].speaker
+    if not words or any(owners.get(w) != speaker for w in words):
+        return members
+    holding = set(entries[words[0]]).intersection(*(entries[w] for w in words[1:]))
+    return sorted(holding.union(members))
 
 
 def occurrences(group: Sequence[Doc], count_by: CountBy) -> int:

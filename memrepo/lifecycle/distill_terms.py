@@ -19,9 +19,8 @@ from functools import lru_cache
 from memrepo.lifecycle.distill_values import Entry, Skipped
 from memrepo.lifecycle.smalltalk import CONVERSATIONAL, content_sentences
 from memrepo.model import aware_time
-from memrepo.text import ENGLISH_STOPWORDS, is_cjk, stem, terms
+from memrepo.text import ENGLISH_STOPWORDS, is_cjk, is_function_gram, stem, terms
 
-_ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧啊这那个我你他她它们再还很要让")
 FACT_PREFIX = "@fact:"
 TAG_PREFIX = "#"
 _STRUCTURAL_TAGS = ("speaker-", "session-")
@@ -82,8 +81,9 @@ def prepare(entries: Iterable[Entry], *, now: datetime,
             continue
         speaker = speaker_of(entry)
         turn = bool(speaker) and speaker != (entry.author or "")  # a conversation turn
-        summary, kinds_s = content_sentences(_unlabelled(entry.summary or ""), names, turn=turn)
-        body, kinds_b = content_sentences(_unlabelled(entry.body or ""), names, turn=turn)
+        body_text = _unlabelled(entry.body or "")
+        summary, kinds_s = content_sentences(_uncut(_unlabelled(entry.summary or ""), body_text), names, turn=turn)
+        body, kinds_b = content_sentences(body_text, names, turn=turn)
         day = when.date().isoformat()
         if not summary and not body and not entry.fact:
             chatter.append(Chatter(entry, day, speaker.lower(), tuple(kinds_s + kinds_b)))
@@ -132,6 +132,27 @@ def _unlabelled(text: str) -> str:
     return text[len(match.group(0)):] if match else text
 
 
+def _uncut(summary: str, body: str) -> str:
+    """``summary`` without its last word when it is the body's opening cut short in the middle
+    of a word (an importer's "first 80 characters": "… to embrace myse"): the fragment is no
+    word, yet counted twice as the gist it would join entries cut alike ("pa", "gett")."""
+    summary = summary.strip()
+    body = body.lstrip()
+    if not summary or len(body) <= len(summary) or not body.startswith(summary):
+        return summary
+    if not (_in_word(summary[-1]) and _in_word(body[len(summary)])):
+        return summary
+    end = len(summary)
+    while end and _in_word(summary[end - 1]):
+        end -= 1
+    return summary[:end].rstrip()
+
+
+def _in_word(ch: str) -> bool:
+    """A character of a Latin-script word (CJK text has no words to cut: its grams stay whole)."""
+    return ch.isalnum() and not is_cjk(ch)
+
+
 def _name_words(speaker: str) -> list[str]:
     return [w for w in speaker.lower().split() if w]
 
@@ -167,7 +188,7 @@ def _is_content(term: str) -> bool:
     """False for short numbers and Chinese grams holding a function character (cached)."""
     if term.isdigit():
         return len(term) > 2  # "39", "10": counts and list numbers, not things
-    return not (is_cjk(term) and any(ch in _ZH_FUNCTION_CHARS for ch in term))
+    return not is_function_gram(term)
 
 
 def _term_counts(entry: Entry, summary: str, body: str) -> dict[str, float]:
@@ -207,9 +228,10 @@ def everywhere(docs: Sequence[Doc], share: float) -> set[str]:
     return {t for t, seen in days.items() if len(seen) >= share * total and not t.startswith(FACT_PREFIX)}
 
 
-def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
+def speaker_terms(docs: Sequence[Doc], share: float) -> dict[str, str]:
     """Terms one speaker holds ``share`` or more of (counted in entries), names excepted, when
-    that speaker says less than ``share`` of everything (else any term of theirs would pass).
+    that speaker says less than ``share`` of everything (else any term of theirs would pass),
+    each with that speaker.
 
     A word both people use on most days ("love", "great", the other's name) says nothing about
     which thing recurs; a word one of them uses on most days ("studio", said by the one opening
@@ -218,7 +240,7 @@ def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
     ``max_df`` found fewer topics). A log with one voice has no such terms.
     """
     if share > 1:
-        return frozenset()
+        return {}
     holders: dict[str, Counter[str]] = defaultdict(Counter)
     volume: Counter[str] = Counter()
     for doc in docs:
@@ -229,12 +251,12 @@ def speaker_terms(docs: Sequence[Doc], share: float) -> frozenset[str]:
     total = sum(volume.values())
     minor = {s for s, n in volume.items() if n < share * total}
     names = {t for s in volume for t in content_terms(s)}
-    out = set()
+    out = {}
     for term, by in holders.items():
         who, most = by.most_common(1)[0]
         if who in minor and most >= share * sum(by.values()) and term not in names and term[0] not in "@#":
-            out.add(term)
-    return frozenset(out)
+            out[term] = who
+    return out
 
 
 def drop_thin(docs: list[Doc], weights: list[dict[str, float]]) -> tuple[list[Doc], list[dict[str, float]], list[Chatter]]:

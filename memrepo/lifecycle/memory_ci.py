@@ -257,12 +257,12 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
     from memrepo.review import proposals
     if accept_regression is not None and not accept_regression.strip():
         raise UsageError("--accept-regression needs a reason: it is recorded in the apply commit and listed by 'memrepo validate'")
-    only = list(only) if only else None
+    only = list(only) if only is not None else None      # empty: nothing chosen, which proposals.apply refuses
     vault.require_main_checkout()
     with vault.lock():
         proposal = proposals.get(vault, ref)
         trailers: dict[str, str] = {}
-        if proposal.status == "open" and not set(only or ()) - set(proposal.ids):
+        if proposal.status == "open" and only != [] and not set(only or ()) - set(proposal.ids):
             run = run_checks(vault, proposal.id, mode=mode, only=only)
             if run.regressions and accept_regression is None:
                 raise Conflict(f"proposal {proposal.id} would make {len(run.regressions)} recall check(s) fail that pass "

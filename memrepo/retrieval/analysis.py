@@ -20,6 +20,7 @@ from whoosh.fields import TEXT
 from whoosh.system import pack_uint
 
 from memrepo import text
+from memrepo.retrieval.query_text import is_transcript
 
 
 class MemoryTokenizer(Tokenizer):
@@ -185,9 +186,11 @@ def detect_intent(query: str) -> str:
     """Route a query: ``history``, ``fact`` (exact keys/entities), ``howto`` or ``general``.
 
     A light, deterministic classifier (seed 003's intent routing): history words first, then
-    identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing.
+    identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing. A
+    stretch of a conversation (:func:`~memrepo.retrieval.query_text.is_transcript`) is never a
+    history question: its "以前" or "before" is the speakers' past, not a memory's versions.
     """
-    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)):
+    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)) and not is_transcript(query):
         return "history"
     if find_keys(query):
         return "fact"

@@ -99,6 +99,10 @@ class Tuning:
     qtf_linear: bool = False       # a repeated query term counts 1 + log(count) (True: count)
     assistant_lines: float = 0.5   # in a transcript query, words of the assistant's turns
                                    # count this much (the user's own words name the memory)
+    last_turn: float = 2.0         # ... and words of the user's last turn this much: the reply
+                                   # answers it (fixed a priori, not tuned: bench/RESULTS.md)
+    function_grams: bool = False   # CJK query grams holding a function character (我的, 很好)
+                                   # are terms too (False: the glue between words is left out)
     k1: float = 1.2                # BM25 on the combined field
     b: float = 0.75
     # Cost control: Whoosh scores every posting of a searched term in pure Python (~3 us
@@ -290,7 +294,8 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, filters: Fil
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
     """Analysed query terms minus learned stopwords, and the affordable subset to search."""
-    counts = query_counts(query, assistant_lines=tuning.assistant_lines, unigrams=tuning.query_unigrams)
+    counts = query_counts(query, assistant_lines=tuning.assistant_lines, unigrams=tuning.query_unigrams,
+                          last_turn=tuning.last_turn, function_grams=tuning.function_grams)
     n = max(searcher.doc_count(), 1)
     df = {t: lookups.doc_frequency(searcher, SCORED, t) for t in counts}
     if learned and counts:

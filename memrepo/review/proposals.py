@@ -472,15 +472,19 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
     """Merge a proposal into main as one merge commit; returns the merge commit id.
 
     ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
-    others are recorded as declined in the merge commit and are not proposed again.
-    ``extra_trailers`` are recorded in the merge commit (``Memrepo-*: value`` lines). A caller
-    already holding the vault lock (the recall-checked apply) keeps it throughout.
+    others are recorded as declined in the merge commit and are not proposed again; an empty
+    ``only`` chooses nothing and is refused (None applies them all). ``extra_trailers`` are
+    recorded in the merge commit (``Memrepo-*: value`` lines). A caller already holding the
+    vault lock (the recall-checked apply) keeps it throughout.
     """
     vault.require_main_checkout()
     with vault.lock(reentrant=True):
         proposal = get(vault, ref)
         _require_open(proposal)
-        only = list(only) if only else None
+        only = list(only) if only is not None else None
+        if only == []:
+            raise UsageError(f"choose at least one memory of {proposal.id} to apply (it carries {', '.join(proposal.ids)}), "
+                             "or reject the proposal")
         unknown = sorted(set(only or ()) - set(proposal.ids))
         if unknown:
             raise UsageError(f"proposal {proposal.id} does not carry {', '.join(unknown)}; it carries {', '.join(proposal.ids)}")

@@ -158,6 +158,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "error.title": ("Something stopped this", "操作未完成"),
     "error.forbidden": ("Open the link 'memrepo ui' printed (it carries the access token).",
                         "请打开 'memrepo ui' 打印的链接（其中带有访问令牌）。"),
+    "error.host": ("This page was asked for under another address than the one 'memrepo ui' serves; open the link it printed.",
+                   "此页面是通过另一个地址请求的，而不是 'memrepo ui' 所服务的地址；请打开它打印的链接。"),
     "error.csrf": ("This form is stale or did not come from this page; reload the page and try again.",
                    "表单已过期或不是来自本页面；请刷新页面后重试。"),
     "error.read_only": ("This window is read-only ('memrepo ui --read-only').", "此窗口为只读（'memrepo ui --read-only'）。"),
