@@ -110,7 +110,9 @@ def test_a_background_build_killed_midway_resumes_to_the_vectors_of_a_clean_buil
     assert result["semantic_progress"]["ready"] == embed.UNIT and result["semantic_progress"]["total"] == N
     assert f"semantic: building ({embed.UNIT:,} of {N:,})" in found.stderr
     shown = cli(root, "status")
-    assert shown.returncode == 0 and f"building ({embed.UNIT:,} of {N:,} memories, 46 %)" in shown.stdout, shown.stdout
+    assert shown.returncode == 0 and f"building ({embed.UNIT:,} of {N:,} memories, 46 %), about" in shown.stdout, shown.stdout
+    building = json.loads(cli(root, "status", "--json").stdout)
+    assert building["semantic"] == "building" and building["vectors"]["eta_s"] is not None
     assert f"keywords  {N:,} memories, at HEAD" in shown.stdout
 
     assert "vectors_build" in Path(f"/proc/{held_at.pid}/cmdline").read_text()   # the build this test started
@@ -247,3 +249,22 @@ def test_a_plan_reads_back_whole_or_not_at_all(tmp_path):
     assert vector_plan.read(tmp_path) is None
     path.write_text('{"plan": 99}\n')
     assert vector_plan.read(tmp_path) is None
+
+
+def test_an_import_into_a_vault_with_vectors_reads_each_new_memory_once(vault, semantic, tmp_path, monkeypatch):
+    """The keyword index's update reads the imported files; the vectors' catch-up is given
+    those documents and reads none of them again."""
+    from memrepo import api
+    from memrepo.review import writes as memories
+    memories.import_jsonl(vault, notes(tmp_path, 40))
+    assert api.catch_up(vault) == ("hybrid", "building the search index (first search in this vault)")
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"id": f"mem_m{i:03d}", "summary": f"another note {i}"}) + "\n"
+                            for i in range(25)), encoding="utf-8")
+    memories.import_jsonl(vault, more)
+    reads: list[str] = []
+    real = sync.read_worktree
+    monkeypatch.setattr(sync, "read_worktree", lambda v, path: reads.append(path) or real(v, path))
+    assert api.catch_up(vault, wait=False) == ("hybrid", None)
+    assert len(reads) == 25 == len(set(reads))
+    assert layer.vector_store(vault).load().count() == 65
