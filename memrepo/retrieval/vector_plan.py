@@ -17,13 +17,12 @@ a file that does not read back whole (another version, a disk error) is no plan.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from memrepo.retrieval.filters import Facets
 from memrepo.retrieval.vectors import Item
+from memrepo.store.files import atomic_file
 
 FILE = "build-plan.jsonl"
 VERSION = 1
@@ -44,22 +43,18 @@ class Plan:
 
     def write(self, folder: Path) -> None:
         """Write the plan whole, a line at a time (100,000 memories' texts are tens of MB:
-        not joined in memory), to a temporary file renamed over the last plan."""
+        not joined in memory first)."""
         header = {"plan": VERSION, "kind": self.kind, "model": self.model, "commit": self.commit,
                   "dirty": list(self.dirty), "base": None if self.base is None else list(self.base),
                   "items": len(self.items), "deletes": list(self.deletes)}
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{FILE}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
-                fh.write(json.dumps(header, ensure_ascii=False) + "\n")
-                for i in self.items:
-                    fh.write(json.dumps({"id": i.id, "text": i.text, **i.facets.as_json()}, ensure_ascii=False) + "\n")
-            os.replace(tmp, folder / FILE)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_file(Path(folder) / FILE) as fh:
+            fh.write(_line(header))
+            for i in self.items:
+                fh.write(_line({"id": i.id, "text": i.text, **i.facets.as_json()}))
+
+
+def _line(data: dict) -> bytes:
+    return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
 
 
 def read(folder: Path) -> Plan | None:
