@@ -245,7 +245,8 @@ def hook_pre_commit() -> int | None:
     from pathlib import Path
 
     from memrepo.review import hooks
-    problems = hooks.run_pre_commit(Path.cwd())
+    import os
+    problems = hooks.run_pre_commit(Path.cwd(), agent=os.environ.get("MEMREPO_AGENT") or None)
     if not problems:
         return None
     echo("memrepo: commit refused:", err=True)

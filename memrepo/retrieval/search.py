@@ -773,3 +773,29 @@ def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> 
     s = stats(vault)
     s.mark_useful(memory_id, session=session)
     return s.notice
+
+
+def release(vault: Vault) -> None:
+    """Forget what this process keeps of ``vault`` between searches (its open searcher,
+    statistics, working-tree watch and vectors): a long-lived process that stops serving a
+    vault calls this, so none of its files stays open."""
+    import sys
+    warm = _WARM.pop(vault, None)
+    if warm is not None:
+        warm.index.close()
+        warm.stats.close()
+        if warm.watch is not None:
+            warm.watch.close()
+    vectors = sys.modules.get("memrepo.retrieval.vectors")  # loaded only once the semantic layer ran
+    if vectors is not None:
+        vectors.forget(vault.index_dir / "vectors")
+
+
+def warm_up() -> None:
+    """Load what a search will need before it is asked (a process about to answer many):
+    with the semantic layer on, the vectors module and the model."""
+    from memrepo.retrieval import embed
+    if os.environ.get(SEMANTIC_ENV, "1").strip().lower() not in ("0", "false", "no", "off") and embed.available():
+        from memrepo.retrieval import vectors  # noqa: F401 — imported now, not in the first call
+        embed.model_id()
+        embed.shared(embed.user_cache_dir()).query("warm up")

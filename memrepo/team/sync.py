@@ -66,11 +66,14 @@ def install_driver(vault: Vault, python: str | None = None) -> list[str]:
 
 
 def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> SyncResult:
-    """Fetch, integrate, re-check, push; retried from a fresh fetch when the push is rejected."""
+    """Fetch, integrate, re-check, push; retried from a fresh fetch when the push is rejected.
+    The merge driver is installed first, so a plain ``git pull`` in this clone merges memory
+    files by meaning too."""
     if vault.owner is not None:
         raise UsageError(f"{vault.root} is the private vault of {vault.owner}: private memories are never synced")
     if remote not in git.remotes(vault.root):
         raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
+    install_driver(vault)
     result = SyncResult(remote, before=vault.head())
     main = vault.main_branch
     for attempt in range(1, attempts + 1):
