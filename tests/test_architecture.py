@@ -90,7 +90,7 @@ def owners(package: str) -> set[str]:
 
 def test_the_modules_were_found():
     names = {module_name(p) for p in MODULES}
-    assert {"memrepo.cli.app", "memrepo.store.git", "memrepo.store.document", "memrepo.store.schema",
+    assert {"memrepo.cli.app", "memrepo.cli.commands.vault", "memrepo.mcp.server", "memrepo.store.git", "memrepo.store.document", "memrepo.store.schema",
             "memrepo.store.vault", "memrepo.api"} <= names
 
 
@@ -137,6 +137,29 @@ def test_no_import_cycles_even_through_lazy_imports():
 
 
 INTERFACE = {"cli", "mcp", "entry"}
+# The command line starts the MCP server (`memrepo mcp`): the one edge between the two interfaces.
+BETWEEN_INTERFACES = {("cli", "memrepo.mcp.server")}
+
+
+def reaches_past_the_api(me: str, imported: set[str]) -> list[str]:
+    """The memrepo modules an interface module (cli, mcp) imports that are neither the API, a
+    value module, nor of its own package: services it should reach through memrepo.api."""
+    mine = layer(me)
+    return sorted(o for o in imported if layer(o) not in (mine, "api", "values") and (mine, o) not in BETWEEN_INTERFACES)
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) in ("cli", "mcp")], ids=module_name)
+def test_the_interfaces_reach_the_library_only_through_the_api(path):
+    bad = reaches_past_the_api(module_name(path), internal(path))
+    assert not bad, f"{module_name(path)} imports {bad}: the command line and the MCP server use memrepo.api"
+
+
+def test_the_api_check_can_fail():
+    assert reaches_past_the_api("memrepo.cli.commands.search", {"memrepo.retrieval.search", "memrepo.api"}) == \
+        ["memrepo.retrieval.search"]
+    assert reaches_past_the_api("memrepo.mcp.server", {"memrepo.team.scopes", "memrepo.model"}) == ["memrepo.team.scopes"]
+    assert reaches_past_the_api("memrepo.mcp.server", {"memrepo.cli.app"}) == ["memrepo.cli.app"]
+    assert reaches_past_the_api("memrepo.cli.commands.agents", {"memrepo.mcp.server", "memrepo.errors"}) == []
 
 
 @pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
@@ -282,7 +305,7 @@ def test_the_git_runner_is_private():
 OTHER_PROGRAMS = {"memrepo.lifecycle.schedule": {"crontab"},
                   "memrepo.retrieval.search": {"sys.executable"},
                   "memrepo.retrieval.embed": {"sys.executable"},
-                  "memrepo.cli.daemon": {"sys.executable"}}
+                  "memrepo.cli.client": {"sys.executable"}}
 _STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
 
 

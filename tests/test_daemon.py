@@ -1,4 +1,4 @@
-"""The background server (memrepo/cli/daemon.py): search, recall and context answered warm, with
+"""The resident server (memrepo/cli/client.py, memrepo/cli/server.py): search, recall and context answered warm, with
 the same bytes on stdout and stderr and the same exit code as in-process.
 
 Everything runs as real processes: ``python -m memrepo`` with ``MEMREPO_DAEMON=1`` and a private
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import MEMREPO, on_a_terminal, person_env
 
-from memrepo.cli import daemon
+from memrepo.cli import client as daemon
 
 PIDS: set[int] = set()
 
@@ -82,9 +82,9 @@ def run(*args: str, served: bool = True, stdin: bytes | None = None, cwd: str | 
 
 
 def servers() -> list[dict]:
-    found = [daemon.ask("status", path) for path in daemon.servers()]
-    PIDS.update(s["pid"] for s in found if s)
-    return [s for s in found if s]
+    found = daemon.servers()
+    PIDS.update(s["pid"] for s in found)
+    return found
 
 
 def server(timeout: float = 30.0, *, other_than: int | None = None) -> dict:
@@ -100,7 +100,7 @@ def server(timeout: float = 30.0, *, other_than: int | None = None) -> dict:
 
 
 def stop_all() -> None:
-    daemon.stop()
+    daemon.stop(every_install=True)
     assert servers() == []
 
 
@@ -127,7 +127,7 @@ def test_a_cold_call_starts_the_server_and_the_next_call_is_answered_by_it(share
 
 PAYLOAD = json.dumps({"prompt": "how many connections does the database pool hold?", "session_id": "s-1"}).encode()
 
-# (argv, stdin, answered by the server rather than handed back to typer)
+# (argv, stdin, answered by the server): the server runs the same typer app, usage errors included
 SAME = [
     (["search", "database pool"], None, True),
     (["search", "rollback release", "--json"], None, True),
@@ -139,9 +139,10 @@ SAME = [
     (["recall", "--hook", "--json"], PAYLOAD, True),
     (["context", "--budget", "2000"], None, True),
     (["context", "--json"], None, True),
-    (["search", "--limit", "many", "pool"], None, False),
-    (["search"], None, False),
-    (["recall", "--budget"], None, False),
+    (["search", "--limit", "many", "pool"], None, True),
+    (["search"], None, True),
+    (["recall", "--budget"], None, True),
+    (["recall", "--hook", "--budjet", "2000"], PAYLOAD, True),
 ]
 
 
@@ -202,7 +203,7 @@ def test_edited_code_never_talks_to_the_old_server(shared, on, tmp_path):
     other = server(other_than=main["pid"])
     assert run(*args, cwd=tmp_path, **copy) == expected
     assert daemon.ask("status", other["socket"])["requests"] == 1
-    edited = tmp_path / "pkg" / "memrepo" / "cli" / "commands.py"
+    edited = tmp_path / "pkg" / "memrepo" / "cli" / "call.py"
     os.utime(edited, ns=(edited.stat().st_mtime_ns + 10**9,) * 2)
     assert run(*args, cwd=tmp_path, **copy) == expected
     deadline = time.monotonic() + 10

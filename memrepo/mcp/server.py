@@ -38,27 +38,15 @@ def _result(call: Callable[[], Any]) -> CallToolResult:
 
 
 class Memory:
-    """The server's state: one vault, opened once (warm catalog, index and config)."""
+    """The server's state: one vault, opened once (warm catalog, index and config), and the
+    acting agent (its private memories are read with the shared ones; it authors the writes)."""
 
     def __init__(self, vault_path: str | None = None, agent: str | None = None):
         self.vault = api.Vault.find(explicit=vault_path)
-        self.agent = agent
+        self.agent = api.current_agent(agent)
 
     def close(self) -> None:
         self.vault.close()
-
-    def private(self) -> list:
-        """The agent's private vault, if it has one (opened per call: it may appear any time)."""
-        return api.visible_vaults(self.vault, self.agent)[1:] if self.agent else []
-
-    def read(self, fn):
-        """``fn(also)`` with the agent's private vault, closed afterwards."""
-        also = self.private()
-        try:
-            return fn(also)
-        finally:
-            for v in also:
-                v.close()
 
 
 def build_server(vault_path: str | None = None, agent: str | None = None) -> FastMCP:
@@ -78,8 +66,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         best first, within `budget` characters. Call it before answering anything that may depend on earlier
         work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
         def run():
-            r = state.read(lambda also: api.recall(vault, text, budget=budget, session=session, subject=subject,
-                                                   also=also))
+            r = api.recall(vault, text, agent=state.agent, budget=budget, session=session, subject=subject)
             return {"block": r.text, **r.as_dict()}
         return _result(run)
 
@@ -89,19 +76,16 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         """Search active memories by free text (Chinese and English); returns ids, summaries and snippets.
         Use memory_get for a full memory. `include_history` adds superseded versions (for 'what was it before?')."""
         def run():
-            from memrepo.retrieval.search import result_dict
-            from memrepo.team import scopes
-            result, _ = scopes.search(vault, query, agent=state.agent, limit=limit, subject=subject, layer=layer,
-                                      kind=kind, tag=tag, history=include_history)
-            return result_dict(result)
+            result, _ = api.search(vault, query, agent=state.agent, limit=limit, subject=subject, layer=layer,
+                                   kind=kind, tag=tag, history=include_history)
+            return api.result_dict(result)
         return _result(run)
 
     @server.tool()
     def memory_get(id: str) -> CallToolResult:
         """One memory in full (front matter and body) by its id, as it is on the main branch."""
         def run():
-            from memrepo.team import scopes
-            m = scopes.get(vault, id, agent=state.agent)
+            m = api.get(vault, id, agent=state.agent)
             return {**dict(m.meta), "path": m.path, "body": m.body}
         return _result(run)
 
@@ -162,7 +146,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                      description="The session-start block: identity, principles, constraints and preferences.")
     def context_resource() -> str:
         try:
-            return state.read(lambda also: api.context(vault, also=also)).text
+            return api.context(vault, agent=state.agent).text
         except MemrepoError as e:
             return f"memrepo: {e}"
 
