@@ -4,6 +4,7 @@ end to end."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,20 @@ def test_package_re_exports_the_api(tmp_path):
     assert [h.id for h in hits.hits][:1] == [r.id]
     from memrepo import config  # a submodule is still a submodule, not looked up in the API
     assert config.__name__ == "memrepo.config"
+
+
+def test_the_agent_is_an_argument_not_the_environment(vault, monkeypatch):
+    """The library never reads $MEMREPO_AGENT: a caller names the agent; the command line reads
+    --agent or the variable and passes it on."""
+    from conftest import cli
+
+    from memrepo.errors import UsageError
+    monkeypatch.setenv("MEMREPO_AGENT", "analyst")
+    with pytest.raises(UsageError, match="needs an agent"):
+        api.add(vault, {"scope": "private", "summary": "Mine alone"}, "b")
+    written = api.add(vault, {"scope": "private", "summary": "Mine alone"}, "b", agent="analyst")
+    assert api.get(vault, written.id, agent="analyst").meta["scope"] == "private:analyst"
+    proc = cli(vault.root, "add", "--scope", "private", "--summary", "Through the variable", "--json",
+               MEMREPO_AGENT="analyst")
+    assert proc.returncode == 0, proc.stderr
+    assert api.get(vault, json.loads(proc.stdout)["id"], agent="analyst").meta["author"] == "analyst"

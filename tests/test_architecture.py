@@ -168,6 +168,19 @@ def test_library_never_imports_the_cli_or_typer(path):
     assert not bad, f"{path.name} imports {bad}: the library must work without the CLI"
 
 
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
+def test_the_library_never_reads_the_acting_agent_from_the_environment(path):
+    """The agent is an argument (agent=): the command line reads --agent or $MEMREPO_AGENT and
+    passes it, the MCP server passes its own."""
+    named = [n.lineno for n in ast.walk(tree(path)) if isinstance(n, ast.Constant) and n.value == "MEMREPO_AGENT"]
+    assert not named, f"{path.name} reads MEMREPO_AGENT at lines {named}; take agent= from the caller"
+
+
+def test_the_agent_check_can_fail():
+    probe = ast.parse('import os\nagent = os.environ.get("MEMREPO_AGENT")\n')
+    assert [n for n in ast.walk(probe) if isinstance(n, ast.Constant) and n.value == "MEMREPO_AGENT"]
+
+
 def test_click_is_never_imported_directly():
     assert owners("click") == set()
 

@@ -216,12 +216,12 @@ class ImportResult:
                 "unchanged": self.unchanged, "commit": self.commit}
 
 
-def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None) -> ImportResult:
+def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None, agent: str | None = None) -> ImportResult:
     """Import an OpenClaw workspace as one commit; entries already imported are skipped, an
-    entry edited in place supersedes its previous version."""
+    entry edited in place supersedes its previous version (``agent``: the default author)."""
     from memrepo.review.writes import build, default_author
     records = read_workspace(workspace)
-    who = author or default_author(vault)
+    who = author or default_author(vault, agent)
     memories = []
     for fields, body in records:
         status = "superseded" if fields.pop("x-openclaw-status", None) == "superseded" else "active"

@@ -115,7 +115,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
             review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {level} "
                       "(long-term layers change only through review)") if level != "L1" else None
             return api.add(vault, {**fields, "layer": level, "confidence": confidence}, body,
-                           author=state.agent, review=review).as_dict()
+                           agent=state.agent, author=state.agent, review=review).as_dict()
         return _result(run)
 
     @server.tool()

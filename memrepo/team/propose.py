@@ -117,7 +117,7 @@ def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str 
     fields = {k: v for k, v in fields.items() if v not in (None, (), [])}
     _refuse_incomplete(fields)
     memory = writes.build({**fields, "author": agent, "scope": "shared"}, body, author=agent)
-    writes.refuse_foreign_scope(vault, memory)
+    writes.refuse_foreign_scope(vault, memory, agent)
     with vault.lock():
         vault.require_main_checkout()
         current = _current(vault, memory)

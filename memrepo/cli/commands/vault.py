@@ -78,7 +78,8 @@ def _add_files(files: List[Path], given: List[str], *, author: Optional[str], sk
     if given:
         raise UsageError(f"{', '.join(given)} cannot be combined with --file: the fields come from each file's front matter")
     with call.vault() as vault:
-        result = api.add_files(vault, files, skip_invalid=skip_invalid, author=author, push=push, remote=remote)
+        result = api.add_files(vault, files, skip_invalid=skip_invalid, author=author, agent=call.state.agent,
+                               push=push, remote=remote)
     for p in result.skipped:
         echo(f"skipped {p}", err=True)
     lines = []
@@ -164,7 +165,7 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
         if from_ != "openclaw":
             raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
         with call.vault() as vault:
-            found = api.import_openclaw(vault, file, author=author)
+            found = api.import_openclaw(vault, file, author=author, agent=call.state.agent)
             ready = _catch_up(vault) if found.commit and not no_index else {}
         out({**found.as_dict(), **ready}, as_json, f"imported {len(found.imported)} memories from {file} ("
             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
@@ -172,7 +173,7 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
         raise typer.Exit(130 if ready.get("interrupted") else 0)
     with call.vault() as vault:
         result = api.import_jsonl(vault, file, skip_invalid=skip_invalid, propose=propose, author=author,
-                                  progress=output.progress("import"))
+                                  agent=call.state.agent, progress=output.progress("import"))
         for p in result.skipped:
             echo(f"skipped {p}", err=True)
         ready = _catch_up(vault) if result.commit and not no_index else {}
