@@ -15,29 +15,15 @@ app = typer.Typer()
 @app.command(epilog=params.examples(
     "memrepo propose --agent analyst --subject user --fact ui.theme --summary dark --json",
     "memrepo propose --agent reviewer --kind knowledge --summary \"Retry flaky CI once\" --confidence 0.7"))
-def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1 (e.g. user); required for shared facts."),
-            fact: Optional[str] = typer.Option(None, help="Entity key, part 2 (e.g. ui.theme); required for shared facts."),
-            summary: Optional[str] = typer.Option(None, help="The value (for knowledge: the context summary)."),
+@params.takes_fields("propose")
+def propose(fields: dict, given: List[str],
             body: Optional[str] = typer.Option(None, help="Markdown body (default: stdin when it is not a terminal)."),
-            kind: Optional[str] = typer.Option(None, help="Kind; knowledge, pattern and principle are shared knowledge (need --confidence)."),
-            layer: Optional[str] = typer.Option(None, help="L1 .. L4 (default L2 for the shared pool)."),
-            source: Optional[str] = typer.Option(None, help="user (default), model-inference, tool, import, distill, flush."),
-            confidence: Optional[float] = typer.Option(None, help="How sure the proposer is, 0..1."),
-            weight: Optional[float] = typer.Option(None, help="Base weight 0..1."),
-            tag: List[str] = typer.Option([], "--tag", help="Business tag (repeatable)."),
-            link: List[str] = typer.Option([], "--link", help="Related memory id (repeatable)."),
-            cite: List[str] = typer.Option([], "--cite", help="Memory id this one was derived from (repeatable)."),
-            evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
-            affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
-            session: Optional[str] = typer.Option(None, help="Agent session id."),
-            memory_id: Optional[str] = typer.Option(None, "--id", help="Id to use (default: generated)."),
             as_json: bool = params.JSON):
-    """Propose a memory to the shared pool: duplicates reinforce, conflicts go to arbitration."""
+    """Propose a memory to the shared pool (layer L2 unless given): duplicates reinforce,
+    conflicts go to arbitration; a shared fact needs --subject and --fact, shared knowledge
+    (kind knowledge, pattern or principle) --confidence."""
     if body is None:
         body = call.stdin_text()
-    fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
-              "source": source, "tags": tag, "links": link, "cites": cite, "evidence": evidence, "affects": affects,
-              "session": session, "weight": weight, "confidence": confidence}
     with call.vault() as vault:
         result = api.propose(vault, fields, body, agent=call.state.agent)
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",

@@ -26,23 +26,8 @@ def init(path: Path = typer.Argument(..., help="Directory to create the vault in
 @app.command(epilog=params.examples(
     "memrepo add --subject project-alpha --kind decision --summary \"Ship 2.3 after the migration\" --body \"...\"",
     "echo \"body\" | memrepo add --subject user --kind preference --summary \"Short answers\" --json"))
-def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is about (default: general)."),
-        fact: Optional[str] = typer.Option(None, help="Fact key within the subject: at most one active memory per (subject, fact)."),
-        kind: Optional[str] = typer.Option(None, help="event, checkpoint, decision, constraint, policy, permission, preference, state, knowledge, pattern, principle, identity."),
-        layer: Optional[str] = typer.Option(None, help="L1 (default) .. L4."),
-        summary: Optional[str] = typer.Option(None, help="One line (default: first line of the body)."),
-        source: Optional[str] = typer.Option(None, help="user (default), model-inference, tool, import, distill, flush."),
-        author: Optional[str] = typer.Option(None, help="Who triggered it (default: $MEMREPO_AUTHOR or git user.name)."),
-        tag: List[str] = typer.Option([], "--tag", help="Business tag (repeatable)."),
-        link: List[str] = typer.Option([], "--link", help="Related memory id (repeatable)."),
-        evidence: List[str] = typer.Option([], "--evidence", help="Pointer: path#L1-L9, memory id, commit, URL (repeatable)."),
-        affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
-        session: Optional[str] = typer.Option(None, help="Agent session id."),
-        scope: Optional[str] = typer.Option(None, help="shared (default) or private (the current agent's own: never shared)."),
-        weight: Optional[float] = typer.Option(None, help="Base weight 0..1 (protects keystone memories from decay)."),
-        confidence: Optional[float] = typer.Option(None, help="Confidence 0..1."),
-        expires: Optional[str] = typer.Option(None, help="ISO-8601 date-time after which the memory is cleaned up."),
-        memory_id: Optional[str] = typer.Option(None, "--id", help="Id to use (default: generated)."),
+@params.takes_fields("add")
+def add(fields: dict, given: List[str],
         body: Optional[str] = typer.Option(None, help="Markdown body (default: read from stdin when it is not a terminal)."),
         push: bool = typer.Option(False, "--push", help="If this becomes a proposal, push its branch for a pull request."),
         remote: str = typer.Option("origin", help="Remote for --push."),
@@ -52,16 +37,10 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
     """Write one memory. Low risk commits to main; high risk becomes a review proposal.
 
     With --file, write hand-written memory files instead (the fields come from each file)."""
-    fields = {"id": memory_id, "subject": subject, "fact": fact, "kind": kind, "layer": layer, "summary": summary,
-              "source": source, "tags": tag, "links": link, "evidence": evidence, "affects": affects,
-              "session": session, "scope": scope, "weight": weight, "confidence": confidence, "expires": expires}
+    author = fields.pop("author")
     if files:
-        given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
-                 ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
-                 ("--affects", affects), ("--session", session), ("--scope", scope), ("--weight", weight),
-                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
-                 if value not in (None, [])]
-        _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
+        _add_files(files, [g for g in given if g != "--author"] + (["--body"] if body is not None else []), author=author,
+                   skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
         return
     if body is None:
         body = call.stdin_text()
