@@ -144,7 +144,7 @@ def test_show_log_why_say_where_a_pending_or_reverted_memory_is(vault, capsys):
     commit = git(vault.root, "rev-parse", "HEAD").strip()
     code, out, _ = run(capsys, "--vault", str(vault.root), "show", "mem_gone", "--json")
     message = json_error(out)["message"]
-    assert code == 3 and f"reverted in {commit[:12]}: memrepo history proj port" in message
+    assert code == 3 and f"reverted in {commit[:12]}: see memrepo history proj port (or memrepo history mem_gone)" in message
     code, _, err = run(capsys, "--vault", str(vault.root), "show", "mem_never")
     assert code == 3 and "no memory 'mem_never'" in err
 

@@ -106,8 +106,9 @@ def pad(text: str, cells: int) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], *, width: int | None = None) -> str:
-    """Aligned columns under a header, measured in terminal cells; on a terminal the last
-    column is cut with ``…`` to fit its width (piped output keeps every character)."""
+    """Aligned columns under a header, measured in terminal cells; on a terminal every line,
+    the header included, is cut with ``…`` to its width, the last column first (piped output
+    keeps every character)."""
     import shutil
     cells = [[str(c).replace("\n", " ") for c in row] for row in rows]
     widths = [max([display_width(headers[i])] + [display_width(r[i]) for r in cells]) for i in range(len(headers))]
@@ -120,7 +121,8 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
         if width is not None:
             room = max(width - display_width(line) - (2 if line else 0), 8)
             last = truncate(last, room)
-        lines.append(f"{line}  {last}".rstrip() if line else last)
+        joined = f"{line}  {last}".rstrip() if line else last
+        lines.append(truncate(joined, width) if width is not None else joined)
     if colour_allowed():
         lines[0] = f"\033[1m{lines[0]}\033[0m"
     return "\n".join(lines)
