@@ -4,7 +4,10 @@ set -euo pipefail
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"  # before the tour changes directory
 export MEMREPO_AUTHOR="${MEMREPO_AUTHOR:-demo-agent}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memrepo-demo.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# The demo's background servers live in its own runtime folder and are stopped on the way out:
+# none outlives the demo, holding the deleted vault's files.
+export MEMREPO_RUNTIME_DIR="$WORK/rt"
+trap 'memrepo daemon stop --all > /dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 # A throw-away identity so the demo runs on machines without git config.
 export GIT_CONFIG_GLOBAL="$WORK/gitconfig"
 git config --global user.name "Demo Person"
@@ -125,5 +128,8 @@ run memrepo --agent executor list --subject general
 echo "(the analyst's private note is not in the executor's list, nor on the server:)"
 run git --git-dir "$SERVER" log --all --oneline
 cd "$V"
+
+step "11. The background server answered the per-turn commands warm; the demo stops it on the way out"
+run memrepo daemon status
 
 step "Done. The vault was $V (deleted on exit)."

@@ -156,18 +156,21 @@ class Server:
                 try:
                     conn, _ = self.sock.accept()
                 except TimeoutError:
-                    if not self.mine() or stamp() != self.stamp or time.monotonic() - self.last >= self.idle:
+                    if not self.mine() or stamp() != self.stamp or self.idle_too_long():
                         return
                     self.vaults.sweep()
                     continue
                 if self.handle(conn):
                     self.last = time.monotonic()
-                if self.terminating:
+                if self.terminating or self.idle_too_long():  # (asked for its status, it still exits)
                     return
         except _Stop:
             return
         finally:
             self.shut()
+
+    def idle_too_long(self) -> bool:
+        return time.monotonic() - self.last >= self.idle
 
     def shut(self) -> None:
         """Remove the socket file (if still ours), answer the calls already queued, close."""
