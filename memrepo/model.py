@@ -274,7 +274,7 @@ class Memory:
         return self.meta["id"]
 
     @property
-    def key(self) -> tuple[str, str] | None:
+    def key(self) -> tuple[Any, Any] | None:
         """(subject, fact) when the memory carries a fact key: at most one active per key."""
         fact = self.meta.get("fact")
         return (self.meta.get("subject"), fact) if fact else None

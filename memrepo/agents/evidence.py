@@ -44,7 +44,7 @@ def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") 
     from memrepo.store import git
     limit = int(vault.config.get("evidence", "max_file_bytes", 1048576))
     saved: dict[str, Saved] = {}
-    files: dict[str, bytes] = {}
+    files: dict[str, bytes | None] = {}
     out = []
     with vault.lock():
         for text in texts:
@@ -68,7 +68,7 @@ def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") 
         if files:
             vault.require_main_checkout()
             message = (f"memrepo: keep {len(files)} evidence file{'s' if len(files) != 1 else ''} ({why})\n\n"
-                       + "".join(f"- {POINTER_PREFIX}{Path(p).stem[:POINTER_HEX]} ({len(b):,} bytes)\n" for p, b in sorted(files.items()))
+                       + "".join(f"- {POINTER_PREFIX}{Path(p).stem[:POINTER_HEX]} ({len(b or b''):,} bytes)\n" for p, b in sorted(files.items()))
                        + f"\nMemrepo-Action: evidence\nMemrepo-Count: {len(files)}\n")
             commit = vault.commit(files=files, message=message).commit
     return out, commit

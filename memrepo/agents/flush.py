@@ -272,7 +272,9 @@ def flush(vault: Vault, text: str, *, cycle: str, session: str | None = None, au
         if not memories:
             return FlushResult(0, cycle, session, reason="no valid entries", skipped=tuple(problems))
         catalog = vault.catalog()
-        low, high, reasons = [], [], []
+        low: list[tuple[Memory, Any]] = []   # (the memory as routed, the risk decision)
+        high: list[tuple[Memory, Any]] = []
+        reasons = []
         for memory in memories:
             decision = risk.assess(memory.meta, catalog, vault.config)
             routed = memory.evolve(status="pending_review" if decision.high else "active", risk=decision.level,

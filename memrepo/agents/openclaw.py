@@ -64,7 +64,8 @@ def _comments(text: str) -> tuple[str, dict[str, str]]:
 def entries(text: str, file: str) -> Iterator[Entry]:
     """Entries of one markdown file: each bullet (with its continuation lines) is one entry;
     a heading's text that is not bullets is one entry too."""
-    section, loose, bullet = "", [], None
+    section, bullet = "", None
+    loose: list[str] = []
     position = 0
 
     def flush_bullet():
@@ -175,7 +176,7 @@ def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
     root = Path(workspace).expanduser()
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory; give an OpenClaw workspace (it holds MEMORY.md and memory/)")
-    out = []
+    out: list[tuple[dict[str, Any], str]] = []
     curated = root / "MEMORY.md" if (root / "MEMORY.md").is_file() else root / "memory.md"
     if curated.is_file():
         out += _curated(curated, "MEMORY.md")

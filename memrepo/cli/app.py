@@ -12,6 +12,7 @@ import importlib
 import inspect
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import typer
@@ -64,8 +65,8 @@ _globals_callback.__signature__ = inspect.Signature(_global_parameters())  # typ
 class _Root(TyperGroup):
     """The app as typer (and ``typer.testing.CliRunner``) runs it: through :func:`main`."""
 
-    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True,
-             **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
         code = main(list(sys.argv[1:] if args is None else args))
         if standalone_mode:
             sys.exit(code)

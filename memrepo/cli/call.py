@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager
+from typing import Any
 
 from memrepo import api
 from memrepo.errors import UsageError
@@ -20,7 +21,7 @@ class State:
     agent: str | None = None
     json: bool = False
     hook: bool = False  # an agent runtime runs the command (--hook): every failure exits 1
-    vaults = None       # the resident server's kept vaults (memrepo.cli.server.Vaults); else opened per call
+    vaults: Any = None  # the resident server's kept vaults (memrepo.cli.server.Vaults); else opened per call
 
 
 state = State()

@@ -171,7 +171,7 @@ def call(argv: list[str], command: str = "") -> int | str:
         os.umask(umask)
         request = {"op": "run", "stamp": code_stamp, "argv": [sys.argv[0] if sys.argv else "memrepo", *argv],
                    "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-                   "stdio": [[s.encoding, s.errors, s.line_buffering, s.write_through]
+                   "stdio": [[s.encoding, s.errors, s.line_buffering, getattr(s, "write_through", False)]
                              for s in (sys.stdin, sys.stdout, sys.stderr)]}
         try:
             send(conn, request)
@@ -358,7 +358,8 @@ def _spawn(path: str, code_stamp: str) -> None:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
-    args = [arg for arg in subprocess._args_from_interpreter_flags() if arg != "-P"]
+    # the interpreter's own flags (-X utf8, -O, ...), as multiprocessing passes them to its children
+    args = [arg for arg in subprocess._args_from_interpreter_flags() if arg != "-P"]  # type: ignore[attr-defined]
     try:
         subprocess.Popen([sys.executable, *args, "-P", "-m", "memrepo.cli.server", path, code_stamp],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

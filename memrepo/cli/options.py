@@ -22,16 +22,16 @@ class GlobalOption:
         self.help = help
 
 
+AGENT_ENV = "MEMREPO_AGENT"  # the acting agent, read here and passed to the library as agent=
 GLOBAL_OPTIONS: dict[str, GlobalOption] = {
     "--vault": GlobalOption("vault", "MEMREPO_VAULT", True,
                             "Vault to use (default: found from the current directory, as git does)."),
-    "--agent": GlobalOption("agent", "MEMREPO_AGENT", True,
+    "--agent": GlobalOption("agent", AGENT_ENV, True,
                             "The agent acting (before or after the command): its private memories, its proposals."),
     "--json": GlobalOption("as_json", None, False,
                            "JSON output and JSON errors (also accepted after the command)."),
 }
 VALUED = tuple(flag for flag, option in GLOBAL_OPTIONS.items() if option.takes_value)
-AGENT_ENV = GLOBAL_OPTIONS["--agent"].envvar
 
 # The commands an agent runs on every turn: the resident server answers these warm.
 PER_TURN = ("search", "recall", "context", "add")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import warnings
-from typing import Annotated, Any, Callable, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional, TypeAlias
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
@@ -49,7 +49,14 @@ MemoryId = Annotated[str, Field(description="A memory id, as search and recall r
 def _choice(name: str) -> Any:
     """``Literal`` of a field's choices (those an agent may give)."""
     field = FIELD[name]
-    return Literal[field.agent_choices or field.choices]  # type: ignore[valid-type]
+    return Literal[field.agent_choices or field.choices]
+
+
+if TYPE_CHECKING:
+    Layer: TypeAlias = str
+    Kind: TypeAlias = str
+else:  # the input schema's enums come from the field table
+    Layer, Kind = _choice("layer"), _choice("kind")
 
 
 def _result(call: Callable[[], Any]) -> CallToolResult:
@@ -168,8 +175,8 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                                                   max_length=TEXT_MAX)],
                       limit: Annotated[int, Field(description="Most hits to return.", ge=1, le=MAX_LIMIT)] = 10,
                       subject: Subject = None,
-                      layer: Annotated[Optional[_choice("layer")], Field(description="Only this layer.")] = None,
-                      kind: Annotated[Optional[_choice("kind")], Field(description="Only this kind.")] = None,
+                      layer: Annotated[Optional[Layer], Field(description="Only this layer.")] = None,
+                      kind: Annotated[Optional[Kind], Field(description="Only this kind.")] = None,
                       tag: Annotated[Optional[str], Field(description="Only memories with this tag.",
                                                           max_length=500)] = None,
                       include_history: Annotated[bool, Field(description="Also superseded and rolled-back versions "

@@ -80,7 +80,7 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     if result.silent:
         return
     if result.reason == "cycle already flushed":
-        out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {result.commit[:12]}; nothing written")
+        out(result.as_dict(), as_json, f"cycle {cycle} already flushed in {(result.commit or '')[:12]}; nothing written")
         return
     lines = [f"flushed {len(result.active)} entr{'y' if len(result.active) == 1 else 'ies'} to the daily log"
              + (f" in {result.commit[:12]}" if result.commit else "")]

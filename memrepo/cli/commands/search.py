@@ -41,17 +41,18 @@ def search(query: Optional[str] = typer.Argument(None, help="Free text; ? : * qu
     support, heat from recalls and 'useful' marks) relative to the best, so scores follow the
     order. About 0.8-1: every query word found; about 0.3: a few words or only the meaning.
     It is not a probability."""
-    if queries is None and query is None:
-        raise typer.BadParameter("give a QUERY or --queries FILE")
-    with call.vault() as vault:
-        if queries is not None:
+    if queries is not None:
+        with call.vault() as vault:
             batch = api.read_queries(queries)
             results, report = api.search_many(vault, [q for _, q in batch], session=session, log_recalls=log_recalls)
-            if report.notice:
-                echo(f"notice: {report.notice}", err=True)
-            for (qid, _), result in zip(batch, results):
-                echo(json.dumps({"qid": qid, **api.result_dict(result)}, ensure_ascii=False))
-            return
+        if report.notice:
+            echo(f"notice: {report.notice}", err=True)
+        for (qid, _), result in zip(batch, results):
+            echo(json.dumps({"qid": qid, **api.result_dict(result)}, ensure_ascii=False))
+        return
+    if query is None:
+        raise typer.BadParameter("give a QUERY or --queries FILE")
+    with call.vault() as vault:
         result, report = api.search(vault, query, agent=call.state.agent, session=session, log_recalls=log_recalls,
                                     limit=limit, subject=subject, layer=layer, kind=kind, tag=tag, since=since,
                                     deep=deep, history=include_history, advanced=advanced, intent=intent)
