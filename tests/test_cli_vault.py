@@ -10,6 +10,7 @@ from conftest import cli, git, on_a_terminal
 
 from memrepo import api
 from memrepo.cli import output
+from memrepo.cli.app import main
 
 
 def test_an_option_value_out_of_its_range_is_a_usage_error(vault):
@@ -54,3 +55,16 @@ def test_show_of_a_reverted_memory_names_memrepo_history(vault):
     versions = json.loads(history.stdout)
     assert [v["change"] for v in versions] == ["A", "D"] and versions[0]["summary"] == "No fact here"
     assert cli(vault.root, "history", "mem_never").returncode == 3
+
+
+def test_import_lists_bad_lines_in_line_order(vault, tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    lines = ['{"summary": "ok"}'] * 12
+    lines[1] = '{"summary": "s", "kind": "gossip"}'   # a schema problem
+    lines[9] = "not json"                              # a parse problem, found earlier
+    lines[10] = '{"summary": "s", "layer": "L9"}'
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = main(["--vault", str(vault.root), "import", str(src)])
+    err = capsys.readouterr().err
+    numbers = [int(line.split(":line ")[1].split(":")[0]) for line in err.splitlines() if ":line " in line]
+    assert code == 5 and numbers == sorted(numbers) and {2, 10, 11} <= set(numbers), err
