@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Command-line speed (issue 12): the per-turn commands through the CLI, one process per call.
+"""Command-line speed: the per-turn commands through the CLI, one process per call.
 
   .venv/bin/python bench/cli_speed.py [--n 10000] [--runs 15] [--semantic] [--before OLD_TREE]
+                                      [--after TREE] [--env SIDE:NAME=VALUE ...]
 
 On one vault of ``--n`` synthetic memories (the shared generator, ``../shared/bench/synth.py``
 from the project root, or ``--synth`` / ``MEMREPO_SYNTH``; ``--vault V`` reuses a vault) it
@@ -21,7 +22,11 @@ Each side runs as an installed console script does: a launcher made from the tre
 ``pyproject.toml`` entry point, byte-compiled first. ``--before OLD_TREE`` (a checkout of
 older code, e.g. ``git worktree add /tmp/old main``) runs every call on both trees in turn,
 call by call, so load on a shared machine hits both alike: compare the CPU columns there.
-Targets (issue 12, at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
+``--after TREE`` times another tree than this one as "after", and ``--env after:NAME=VALUE``
+sets a variable for one side only: ``--before T --after T --env after:MEMREPO_CLI_FAST=0``
+compares one tree with itself under two settings (older trees had a typer-free fast path
+that variable turned off).
+Targets (at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
 """
 from __future__ import annotations
 
@@ -75,7 +80,7 @@ def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, d
 
 
 def server_rows(exe: Path, env: dict, v: list[str], runs: int, work: Path, *, semantic: bool) -> dict[str, dict]:
-    """search, recall, context and add answered by a warm background server (memrepo/cli/daemon.py):
+    """search, recall, context and add answered by a warm background server (memrepo/cli/client.py):
     wall and client CPU per call as above, and the server's CPU per call with its git processes
     (``server_cpu_*``: ``cpu_seconds`` plus ``children_cpu_seconds`` of ``memrepo daemon status``);
     with the semantic layer on (the default config; only with ``--semantic``, which builds the
@@ -125,13 +130,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synth", default=DEFAULT_SYNTH)
     ap.add_argument("--vault", help="an existing vault to use (its memories are not counted)")
     ap.add_argument("--before", metavar="OLD_TREE", help="also run this checkout of older code, alternating")
+    ap.add_argument("--after", metavar="TREE", help="the tree timed as 'after' (default: this one)")
+    ap.add_argument("--env", action="append", default=[], metavar="SIDE:NAME=VALUE",
+                    help="an environment variable for one side (before or after), repeatable")
     ap.add_argument("--semantic", action="store_true", help="also search with the semantic layer on")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "cli_speed.json"))
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="cli-speed-"))
     env = {**bench_env(work), "MEMREPO_SEMANTIC": "0"}
-    trees = {"after": REPO} if not args.before else {"before": Path(args.before).resolve(), "after": REPO}
-    sides = {name: (launcher(tree, work, name), {**env, "PYTHONPATH": str(tree)}) for name, tree in trees.items()}
+    after = Path(args.after).resolve() if args.after else REPO
+    trees = {"after": after} if not args.before else {"before": Path(args.before).resolve(), "after": after}
+    extra: dict[str, dict[str, str]] = {name: {} for name in trees}
+    for setting in args.env:
+        side, _, assignment = setting.partition(":")
+        name, _, value = assignment.partition("=")
+        if side not in extra or not name:
+            raise SystemExit(f"bench: --env {setting!r}: give SIDE:NAME=VALUE with SIDE one of {', '.join(extra)}")
+        extra[side][name] = value
+    sides = {name: (launcher(tree, work, name), {**env, "PYTHONPATH": str(tree), **extra[name]})
+             for name, tree in trees.items()}
     info = machine()
     print(f"bench: {info}; work dir {work}", flush=True)
     if args.vault:
