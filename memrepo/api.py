@@ -72,7 +72,7 @@ __all__ = [
     "ack", "add", "add_files", "apply", "build_graph", "card", "catch_up", "cite", "cited_by", "cleanup", "context",
     "current_agent", "decay", "delete_pushed_branches", "distill", "export_jsonl", "export_openclaw",
     "fact_history", "find_root", "flush", "flush_prompt", "forget_process_caches", "get", "get_evidence", "get_proposal", "hook_payload",
-    "import_jsonl", "import_openclaw", "init", "install_hooks", "install_schedule", "known_patterns",
+    "import_jsonl", "import_openclaw", "init", "install_driver", "install_hooks", "install_schedule", "known_patterns",
     "list_memories", "list_proposals", "make_query", "mark_useful", "memory_history", "merge_files", "nightly",
     "notices", "policy_for", "private_vault", "propose", "proposal_memories", "prune", "push_proposal",
     "read_queries", "rebuild", "recall", "recover", "reindex", "reject", "release", "render_bytes", "result_dict",
