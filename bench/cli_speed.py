@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,12 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         vault = build_vault(work, args.n, args.synth, {**env, "PYTHONPATH": str(REPO)})[0]
     exe0, env0 = sides["after"]
-    run([str(exe0), "--vault", str(vault), "search", "warm the index"], env0)
+    # each side its own copy of the vault: a side whose derived state (catalog, index) has
+    # another format would otherwise rebuild it on every call after the other side's
+    vaults = {"after": vault}
+    if "before" in sides:
+        vaults["before"] = work / "vault-before"
+        shutil.rmtree(vaults["before"], ignore_errors=True)
+        shutil.copytree(vault, vaults["before"], symlinks=True)
+    for name, (exe, e) in sides.items():
+        run([str(exe), "--vault", str(vaults[name]), "search", "warm the index"], e)
     v = ["--vault", str(vault)]
     results: dict[str, dict] = {}
 
     def cli(*argv_: str):
-        return lambda name, exe, env_, i: timed([str(exe), *v, *[a.format(i=i, name=name) for a in argv_]], env_)[0]
+        return lambda name, exe, env_, i: timed([str(exe), "--vault", str(vaults[name]),
+                                                 *[a.format(i=i, name=name) for a in argv_]], env_)[0]
 
     def floor(name, exe, env_, i):
         return timed([sys.executable, "-c", "pass"], env_)[0]
@@ -188,14 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         results[label] = {"after": result}
         print(label, json.dumps(result), flush=True)
 
-    targets = iter(hand_edit_targets(vault, env, 2 * len(sides) * (args.runs + WARMUPS)))
+    targets = {name: iter(hand_edit_targets(root, env, 2 * (args.runs + WARMUPS))) for name, root in vaults.items()}
     n = iter(range(10 ** 6))
 
     def commit(verify: bool):
         def call(name, exe, env_, i):
             k = next(n)
-            hand_edit(vault, next(targets), k, env_)
-            cmd = ["git", "-C", str(vault), "commit", "-q", "-m", f"bench: hand edit {k}"]
+            hand_edit(vaults[name], next(targets[name]), k, env_)
+            cmd = ["git", "-C", str(vaults[name]), "commit", "-q", "-m", f"bench: hand edit {k}"]
             return timed(cmd + ([] if verify else ["--no-verify"]), env_)[0]
         return call
     results["commit with the pre-commit hook"] = measure(sides, args.runs, commit(True))
