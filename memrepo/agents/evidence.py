@@ -7,7 +7,6 @@ in ``.memrepo/evidence/`` (git-ignored), and the caller is told so.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ class Saved:
 
 
 def digest(text: str) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -16,7 +16,6 @@ named on a pointer line.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -123,6 +122,7 @@ def _slug(text: str) -> str:
 
 
 def _derived_id(entry: Entry) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     digest = hashlib.sha256(f"{entry.file}\0{entry.section}\0{entry.text}".encode()).hexdigest()
     return f"oc_{digest[:16]}"
 
