@@ -54,7 +54,7 @@ class Field:
 _ALL = ("add", "propose", "memory_write")
 LAYERS = ("L1", "L2", "L3", "L4")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
-SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
+SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush", "agent")
 KINDS = ("event", "checkpoint", "decision", "constraint", "policy", "permission", "preference", "state",
          "knowledge", "pattern", "principle", "identity")
 

@@ -35,17 +35,52 @@ def test_the_earlier_names_still_work():
     assert EARLIER <= set(api.__all__)
 
 
-def test_the_api_imports_for_real():
-    """No importlib or module __getattr__: each name is bound by an import or a def in api.py."""
-    tree = ast.parse(Path(api.__file__).read_text(encoding="utf-8"))
-    bound = set()
+def _top_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements, those under ``if TYPE_CHECKING:`` / ``if not TYPE_CHECKING:`` included."""
+    out: list[ast.stmt] = []
     for node in tree.body:
+        out += [*node.body, *node.orelse] if isinstance(node, ast.If) else [node]
+    return out
+
+
+def test_the_api_imports_for_real():
+    """No importlib or module __getattr__: each name is bound by an import of a memrepo module or
+    by a def in api.py; a name that loads its module on first call imports it in its body, and the
+    TYPE_CHECKING block gives tools the real function."""
+    text = Path(api.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    bound, typed, deferred = set(), {}, {}
+    for node in _top_level(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memrepo.") and node.module != "memrepo.errors":
-            bound |= {a.asname or a.name for a in node.names}
+            for a in node.names:
+                bound.add(a.asname or a.name)
+                typed[a.asname or a.name] = (node.module, a.name)
         elif isinstance(node, ast.FunctionDef):
             bound.add(node.name)
+            inner = [n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)]
+            if len(node.body) == 2 and inner:
+                deferred[node.name] = (inner[0].module, inner[0].names[0].name)
     assert set(api.__all__) == {name for name in bound if not name.startswith("_")}
-    assert "__getattr__" not in bound and "importlib" not in Path(api.__file__).read_text(encoding="utf-8")
+    assert "__getattr__" not in bound and "importlib" not in text
+    for name, target in deferred.items():
+        assert typed.get(name) == target, f"api.{name} loads {target}, which the TYPE_CHECKING block must name"
+
+
+def test_importing_the_api_loads_only_what_a_turn_needs():
+    """The names an agent's turn does not use (the review window, the Claude integrations, the
+    lifecycle, ...) load their modules when first called, and then work."""
+    code = ("import sys, memrepo.api; print(sorted(m for m in sys.modules if m.startswith('memrepo.')))")
+    loaded = set(ast.literal_eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                 check=True).stdout))
+    for later in ("memrepo.oversight.inbox", "memrepo.review.diff", "memrepo.review.proposals",
+                  "memrepo.lifecycle.distill_run", "memrepo.agents.memory_tool", "memrepo.team.sync"):
+        assert later not in loaded, later
+    assert {"memrepo.team.scopes", "memrepo.retrieval.search", "memrepo.agents.recall"} <= loaded
+
+
+def test_a_name_that_loads_on_call_works(vault):
+    assert api.validate_tree(vault) == [] and api.list_proposals(vault) == []
+    assert api.export_formats() == ("openclaw", "jsonl") and api.prune_options(head=10).head == 10
 
 
 def test_unknown_names_are_attribute_errors():

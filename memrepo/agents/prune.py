@@ -6,7 +6,8 @@ ratio of its original size, the oldest are cleared to a placeholder. Every trimm
 result is first saved in full as evidence, and its placeholder names the pointer.
 
 Never touched: anything before the first user message, the last N assistant turns and what
-follows them (their tool results), and non-text blocks. The input file is not changed.
+follows them (their tool results), and non-text blocks; in Claude Code's transcript JSONL, the
+lines that are not messages and the side chains. The input file is not changed.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrepo.agents import evidence
-from memrepo.agents.transcript import messages_of, text_of
+from memrepo.agents.transcript import Transcript, load_transcript, text_of
 from memrepo.errors import UsageError
 from memrepo.store.vault import Vault
 
@@ -60,6 +61,11 @@ class Pruned:
     cleared: tuple[dict[str, Any], ...] = ()
     commit: str | None = None
     outside_git: tuple[str, ...] = field(default_factory=tuple)
+    jsonl: bool = False
+
+    def text(self) -> str:
+        """The pruned transcript in the form it came in (JSON, or one object per line)."""
+        return Transcript(self.transcript, self.jsonl).render()
 
     def report(self) -> dict[str, Any]:
         return {"chars_before": self.chars_before, "chars_after": self.chars_after, "trimmed": list(self.trimmed),
@@ -109,12 +115,19 @@ def protected_bounds(messages: list[dict[str, Any]], keep_last_assistants: int) 
     return start, max(start, end)
 
 
+def prune_text(vault: Vault, text: str, options: Options | None = None, *, where: str = "stdin") -> Pruned:
+    """:func:`prune` of a transcript given as text: message JSON or Claude Code's JSONL."""
+    return prune(vault, load_transcript(text, where=where), options)
+
+
 def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Pruned:
-    """The pruned copy of ``transcript`` (message JSON as loaded); the evidence is saved first."""
+    """The pruned copy of ``transcript`` (message JSON as loaded, or a :class:`Transcript`);
+    the evidence is saved first."""
     options = options or Options()
     options.check()
-    out = copy.deepcopy(transcript)
-    messages = messages_of(out, where="transcript")
+    given = transcript if isinstance(transcript, Transcript) else Transcript(transcript)
+    out = copy.deepcopy(given.data)
+    messages = Transcript(out, given.jsonl).messages()
     before = size(messages)
     start, end = protected_bounds(messages, options.keep_last_assistants)
     slots = _slots(messages, start, end)
@@ -147,4 +160,4 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
     outside = tuple(dict.fromkeys(v.pointer for v in saved if not v.in_git))
     gone = {id(s) for s in cleared}
     return Pruned(out, before, size(messages), tuple(row(s) for s in trimmed if id(s) not in gone),
-                  tuple(row(s) for s in cleared), commit, outside)
+                  tuple(row(s) for s in cleared), commit, outside, given.jsonl)

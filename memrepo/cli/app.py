@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 
 from memrepo.cli import call, failures, options, output, params
 
-GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "daemon", "hooks")  # in --help order
+GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "install", "ui", "daemon", "hooks")  # --help order
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
@@ -32,7 +32,7 @@ EXIT_CODES_HELP = (
 )
 
 # Commands without --json, and why (a test requires --json of every other command).
-NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
+NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself", "ui": "a web server: it serves pages"}
 
 
 def _show_version(value: bool) -> None:

@@ -1,4 +1,4 @@
-"""``memrepo mcp``: a stdio MCP server over :mod:`memrepo.api` (the one owner of the ``mcp`` SDK and pydantic).
+"""``memrepo mcp``: a stdio MCP server over :mod:`memrepo.api` (the one owner of the ``mcp`` SDK).
 
 The server keeps one vault open for its lifetime, so the catalog, the search index's
 searcher and the configuration stay warm between calls; every call still catches up with
@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 
 from memrepo import __version__, api
 from memrepo.errors import MemrepoError
+from memrepo.mcp import memory_verbs
 from memrepo.model import FIELD, INTENTS, given_by
 
 INSTRUCTIONS = """memrepo is your long-term memory: a git repository of short markdown memories that people review.
@@ -64,6 +65,8 @@ def _result(call: Callable[[], Any]) -> CallToolResult:
         data = call()
     except MemrepoError as e:
         return CallToolResult(content=[TextContent(type="text", text=str(e))], isError=True)
+    if isinstance(data, str):  # the memory verbs answer in the memory tool's own words
+        return CallToolResult(content=[TextContent(type="text", text=data)])
     structured = data if isinstance(data, dict) else {"result": data}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
                           structuredContent=structured)
@@ -163,12 +166,10 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                                                    le=MAX_BUDGET)] = 4000,
                       session: Session = None, subject: Subject = None) -> CallToolResult:
         """Recall the memories relevant to the user's latest message (or a transcript) as one block to read,
-        best first, within `budget` characters. Call it before answering anything that may depend on earlier
+        best first; the whole result fits in `budget` characters. Call it before answering anything that may depend on earlier
         work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
-        def run():
-            r = api.recall(vault, text, agent=state.agent, budget=budget, session=session, subject=subject)
-            return {"block": r.text, **r.as_dict()}
-        return _result(run)
+        return _result(lambda: api.recall_within(vault, text, agent=state.agent, budget=budget, session=session,
+                                                 subject=subject))
 
     @server.tool()
     def memory_search(query: Annotated[str, Field(description="Free text, Chinese or English.", min_length=1,
@@ -268,6 +269,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         except MemrepoError as e:
             return f"memrepo: {e}"
 
+    memory_verbs.register(server, state, _result)
     server._memrepo_state = state  # type: ignore[attr-defined]  # for closing and tests
     return server
 

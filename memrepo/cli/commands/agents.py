@@ -1,7 +1,6 @@
 """What agents use: recall, context, flush, prune, evidence, export, mcp."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -54,14 +53,21 @@ def context(budget: int = params.BUDGET,
         echo(packed.text)
 
 
-@app.command(epilog=params.examples("memrepo flush --cycle 12 --session S < answer.md", "memrepo flush --prompt --lang zh"))
+@app.command(epilog=params.examples("memrepo flush --cycle 12 --session S < answer.md", "memrepo flush --prompt --lang zh",
+                                    "memrepo flush --hook < post-compact-payload.json"))
 def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction cycle id: a cycle is flushed at most once (per session)."),
           session: Optional[str] = typer.Option(None, help="Agent session the entries come from."),
           skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
           show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
           lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          hook: bool = typer.Option(False, "--hook", help="Read a Claude Code hook's payload on stdin: file the compaction "
+                                                       "summary (PostCompact), or with --prompt print the compaction "
+                                                       "instructions (SessionStart); every failure is one line, exit 1."),
           as_json: bool = params.JSON):
     """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
+    if hook:
+        _flush_hook(show_prompt, lang, as_json)
+        return
     if show_prompt:
         try:
             with call.vault() as vault:
@@ -77,6 +83,8 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         result = api.flush(vault, text, cycle=cycle, session=session, author=call.state.agent, skip_invalid=skip_invalid)
     for p in result.skipped:
         echo(f"skipped {p}", err=True)
+    if result.notice:
+        echo(f"notice: {result.notice}", err=True)
     if result.silent:
         return
     if result.reason == "cycle already flushed":
@@ -91,9 +99,29 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     out(result.as_dict(), as_json, "\n".join(lines))
 
 
+def _flush_hook(show_prompt: bool, lang: str, as_json: bool) -> None:
+    """``flush --hook``: the payload of a Claude Code hook on stdin. With ``--prompt`` (a
+    SessionStart hook) print the compaction instructions, which Claude Code adds to the context
+    the compactor reads; without it (PostCompact) file the compaction summary. Silent when there
+    is nothing to do."""
+    payload = api.hook_payload(call.stdin_text())
+    if show_prompt:
+        try:
+            with call.vault() as vault:
+                prompt = api.compaction_instructions(lang, vault)
+        except VaultNotFound:
+            prompt = api.compaction_instructions(lang, None)
+        echo(prompt, nl=False)
+        return
+    with call.vault() as vault:
+        result = api.file_compaction(vault, payload, author=call.state.agent)
+    if as_json and not result.silent:
+        out(result.as_dict(), True)
+
+
 @app.command(epilog=params.examples("memrepo prune transcript.json > pruned.json",
                                     "memrepo prune - --keep-last-assistants 5 < transcript.json"))
-def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON, or Claude Code's transcript .jsonl ('-' for stdin)."),
           keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
           soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
           head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
@@ -102,17 +130,14 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           as_json: bool = params.JSON):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
     text = call.stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
-    options = api.PruneOptions(keep_last_assistants, soft_chars, head, tail, hard_ratio)
+    options = api.prune_options(keep_last_assistants=keep_last_assistants, soft_chars=soft_chars, head=head, tail=tail,
+                                hard_ratio=hard_ratio)
     with call.vault() as vault:
-        result = api.prune(vault, data, options)
+        result = api.prune_text(vault, text, options, where=str(transcript))
     if as_json:
         out({"transcript": result.transcript, **result.report()}, True)
         return
-    echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    echo(result.text(), nl=not result.jsonl)
     echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
          f"cleared {len(result.cleared)} tool results"
          + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
@@ -139,7 +164,7 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
            target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
            as_json: bool = params.JSON):
     """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
-    check_choice("to", to, api.EXPORT_FORMATS)
+    check_choice("to", to, api.export_formats())
     if to == "jsonl":
         with call.vault() as vault:
             lines = list(api.export_jsonl(vault))
@@ -155,7 +180,8 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
     with call.vault() as vault:
         result = api.export_openclaw(vault, target)
     out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
-        + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+        + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else "")
+        + (f"; the files it replaced are kept in {result.backup}" if result.backup else ""))
 
 
 @app.command(epilog=params.examples("memrepo --vault ~/agent-memory mcp", "memrepo mcp --agent executor"))

@@ -45,19 +45,27 @@ def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
     """Push a proposal branch so the team can open a pull request (never forced)."""
     with call.vault() as vault:
         branch = api.push_proposal(vault, proposal_id, remote=remote)
-    out({"proposal": proposal_id, "branch": branch, "remote": remote}, as_json,
-        f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+        url = api.compare_url(vault, proposal_id, remote=remote)
+    out({"proposal": proposal_id, "branch": branch, "remote": remote, "compare_url": url}, as_json,
+        f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal"
+        + (f"\n  pull request: {url}" if url else ""))
 
 
 @app.command(epilog=params.examples("memrepo review prop_20261201_ab12cd"))
 def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal id (or the id of a memory it carries)."),
+           markdown: bool = typer.Option(False, "--markdown", help="Print the card and the field-aware diff as markdown (a pull request description)."),
            as_json: bool = params.JSON):
     """Show a proposal's review card: who, what it supersedes, evidence, effects, rollback point."""
+    if markdown:
+        with call.vault() as vault:
+            text = api.review_markdown(vault, proposal_id)
+        out({"proposal": proposal_id, "markdown": text}, as_json, text.rstrip("\n"))
+        return
     with call.vault() as vault:
         p = api.get_proposal(vault, proposal_id)
         text = api.card(vault, proposal_id)
         data = {**p.as_dict(), "card": text, "memories_detail": [
-            {**dict(m.meta), "path": m.path, "body": m.body} for m in api.proposal_memories(vault, p)]}
+            {**dict(m.meta), "path": m.path, "body": m.body} for m in api.memories_of(vault, p)]}
     out(data, as_json, text)
 
 

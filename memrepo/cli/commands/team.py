@@ -26,10 +26,13 @@ def propose(fields: dict, given: List[str],
         body = call.stdin_text()
     with call.vault() as vault:
         result = api.propose(vault, fields, body, agent=call.state.agent)
+        url = api.compare_url(vault, result.proposal) if result.proposal else None
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
              "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
              "proposed": f"{result.id} -> proposal {result.proposal} (review: memrepo review {result.proposal})"}[result.outcome]
-    out(result.as_dict(), as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else ""))
+    out({**result.as_dict(), **({"compare_url": url} if result.proposal else {})}, as_json,
+        f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else "")
+        + (f"\n  pull request, once pushed ('memrepo proposals push {result.proposal}'): {url}" if url else ""))
 
 
 @app.command("cite", epilog=params.examples("memrepo cite --by analyst --ref report-2026-12-01 mem_20261201_7k3p9x"))

@@ -130,19 +130,28 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
     raise typer.Exit(1 if problems else 0)
 
 
-@app.command("import", epilog=params.examples("memrepo import memories.jsonl --skip-invalid", "memrepo import ~/notes --propose"))
-def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, front-matter fields plus 'body'."),
+@app.command("import", epilog=params.examples(
+    "memrepo import memories.jsonl --skip-invalid", "memrepo import ~/notes --propose",
+    "memrepo import --from claude-code ~/code/project", "memrepo import --from mcp-memory memory.jsonl"))
+def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object per line, front-matter fields plus 'body' "
+                                                            "(with --from: the workspace, project folder or file)."),
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
-            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/); "
+                                                "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
+                                                "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
             as_json: bool = params.JSON):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
     and the semantic vectors up to date (progress bars on a terminal)."""
+    if from_ in ("claude-code", "mcp-memory"):
+        _import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index, as_json=as_json)
+    if file is None:
+        raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
         if from_ != "openclaw":
-            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+            raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with call.vault() as vault:
             found = api.import_openclaw(vault, file, author=author, agent=call.state.agent)
             ready = _catch_up(vault) if found.commit and not no_index else {}
@@ -158,6 +167,25 @@ def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, f
         ready = _catch_up(vault) if result.commit and not no_index else {}
     where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
     out({**result.as_dict(), **ready}, as_json, f"imported {result.count} memories -> {where}")
+    raise typer.Exit(130 if ready.get("interrupted") else 0)
+
+
+def _import_from(source: str, path: Optional[Path], *, author: Optional[str], skip_invalid: bool, no_index: bool,
+                 as_json: bool) -> None:
+    """``import --from claude-code [DIR]`` and ``import --from mcp-memory FILE``."""
+    with call.vault() as vault:
+        if source == "claude-code":
+            result = api.import_claude_code(vault, path, author=author, skip_invalid=skip_invalid)
+        elif path is None:
+            raise UsageError("give the knowledge graph file: memrepo import --from mcp-memory memory.jsonl")
+        else:
+            result = api.import_mcp_memory(vault, path, author=author, skip_invalid=skip_invalid)
+        ready = _catch_up(vault) if result.commit and not no_index else {}
+    for p in result.skipped:
+        echo(f"skipped {p}", err=True)
+    out({**result.as_dict(), **ready}, as_json,
+        f"imported {len(result.imported)} new and {len(result.updated)} updated memories from {source} "
+        f"({result.unchanged} already imported)" + (f" -> commit {result.commit[:12]}" if result.commit else ""))
     raise typer.Exit(130 if ready.get("interrupted") else 0)
 
 
