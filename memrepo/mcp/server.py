@@ -36,7 +36,6 @@ INSTRUCTIONS = """memrepo is your long-term memory: a git repository of short ma
 
 MAX_BUDGET = 100_000  # characters a recall may return
 MAX_LIMIT = 100       # hits a search may return
-TEXT_MAX = 2_000_000  # characters of a message, transcript or flush passed in
 
 # Parameters several tools share.
 Subject = Annotated[Optional[str], Field(description="Only memories about this subject (an entity such as user or "
@@ -129,7 +128,7 @@ def _write_parameters() -> list[inspect.Parameter]:
                  f"{FIELD['summary'].max_length} characters): the memory itself, short and hard.",
                  min_length=1, max_length=FIELD["summary"].max_length)]),
              inspect.Parameter("body", keyword, default="", annotation=Annotated[str, Field(
-                 description="Markdown body: the reason, details, evidence pointers (optional).", max_length=TEXT_MAX)])]
+                 description="Markdown body: the reason, details, evidence pointers (optional).")])]
     for f in given_by("memory_write"):
         if f.name == "summary":
             continue
@@ -161,7 +160,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
 
     @server.tool()
     def memory_recall(text: Annotated[str, Field(description="The user's latest message, or a transcript (its last "
-                                                             "user turn is used).", max_length=TEXT_MAX)],
+                                                             "user turn is used).")],
                       budget: Annotated[int, Field(description="Most characters of memory to return.", ge=1,
                                                    le=MAX_BUDGET)] = 4000,
                       session: Session = None, subject: Subject = None) -> CallToolResult:
@@ -172,8 +171,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                                                  subject=subject))
 
     @server.tool()
-    def memory_search(query: Annotated[str, Field(description="Free text, Chinese or English.", min_length=1,
-                                                  max_length=TEXT_MAX)],
+    def memory_search(query: Annotated[str, Field(description="Free text, Chinese or English.", min_length=1)],
                       limit: Annotated[int, Field(description="Most hits to return.", ge=1, le=MAX_LIMIT)] = 10,
                       subject: Subject = None,
                       layer: Annotated[Optional[Layer], Field(description="Only this layer.")] = None,
@@ -232,8 +230,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                                                              "per session.", min_length=1, max_length=200)],
                      text: Annotated[str, Field(description="JSON entries or the markdown template (## What / ## "
                                                             "Decision / ## Why / ## Evidence / ## Next, entries "
-                                                            "separated by ---); NO_REPLY writes nothing.",
-                                                max_length=TEXT_MAX)],
+                                                            "separated by ---); NO_REPLY writes nothing.")],
                      session: Session = None) -> CallToolResult:
         """Before the context is compacted: file what must survive, once per compaction cycle. `text` is JSON
         entries or the markdown template (## What / ## Decision / ## Why / ## Evidence / ## Next, entries
