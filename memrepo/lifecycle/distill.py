@@ -69,6 +69,7 @@ _SUMMARY_WEIGHT = 2  # the summary is the entry's gist; the body adds context an
 FACT_BONUS = 0.5  # same subject/fact key: alone it nearly joins two entries
 TAG_BONUS = 0.1  # per shared tag, at most two: helps, never joins on its own
 MIN_SHARED_WORDS = 2  # English words or Chinese bigrams two entries must share to be joined
+SPEAKER_SHARE = 0.75  # a common term said this much by one speaker is that speaker's topic (_speaker_terms)
 _DISTILL = DEFAULTS["distill"]  # the defaults of the nightly runs live in the vault configuration
 _PROMOTE = DEFAULTS["promote"]
 
@@ -194,7 +195,8 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
                   common_day_share: float = _DISTILL["common_day_share"],
                   max_per_subject: int = _DISTILL["max_per_subject"],
                   max_per_run: int = _DISTILL["max_per_run"],
-                  stopwords: Iterable[str] = (), explain: bool = False) -> DistillResult:
+                  stopwords: Iterable[str] = (), explain: bool = False,
+                  speaker_share: float = SPEAKER_SHARE) -> DistillResult:
     """Find patterns recurring on ``min_occurrences`` distinct days (or sessions).
 
     ``similarity`` is the score two entries need to be joined: the cosine of their TF-IDF
@@ -205,7 +207,9 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     (at least ``bucket_cap`` entries) above which a term is too common to say which thing
     recurs: it still dilutes an entry's vector but never makes two entries similar; so is a
     term seen on ``common_day_share`` of the days or more (terms that recur everywhere carry
-    no content), and any of ``stopwords`` (e.g. search's learned stopwords).
+    no content), and any of ``stopwords`` (e.g. search's learned stopwords) — unless one
+    speaker says it: a common term held ``speaker_share`` or more by one speaker's entries
+    (not a participant's name) is that speaker's recurring topic, a conversation's main topic.
     ``min_coherence`` is how close, on average, members must be to their cluster's centroid;
     a looser cluster (a chain of "User prefers X" / "User prefers Y" …) is split by raising
     the join threshold inside it until its parts are coherent.
@@ -217,7 +221,8 @@ def find_patterns(entries: Iterable[Entry], *, now: datetime,
     """
     docs, skipped, out_of_window, chatter = _prepare(entries, now=now, window_days=window_days)
     too_common = max(bucket_cap, int(max_df * len(docs)))
-    weights, df = _weigh(docs, too_common, _everywhere(docs, common_day_share) | set(stopwords))
+    owned = _speaker_terms(docs, speaker_share)
+    weights, df = _weigh(docs, too_common, (_everywhere(docs, common_day_share) - owned) | set(stopwords))
     docs, weights, thin = _drop_thin(docs, weights)
     chatter.extend(thin)
     pairs = _candidate_pairs(weights, df, [d.speaker for d in docs], threshold=similarity,
@@ -427,6 +432,36 @@ def _everywhere(docs: Sequence[_Doc], share: float) -> set[str]:
     if total < 10 or share >= 1:
         return set()
     return {t for t, seen in days.items() if len(seen) >= share * total and not t.startswith(_FACT_PREFIX)}
+
+
+def _speaker_terms(docs: Sequence[_Doc], share: float) -> frozenset[str]:
+    """Terms one speaker holds ``share`` or more of (counted in entries), names excepted, when
+    that speaker says less than ``share`` of everything (else any term of theirs would pass).
+
+    A word both people use on most days ("love", "great", the other's name) says nothing about
+    which thing recurs; a word one of them uses on most days ("studio", said by the one opening
+    a dance studio) is what that person keeps coming back to: the conversation's main topic,
+    which the everywhere rule would otherwise drop (measured: also exempting such terms from
+    ``max_df`` found fewer topics). A log with one voice has no such terms.
+    """
+    if share > 1:
+        return frozenset()
+    holders: dict[str, Counter[str]] = defaultdict(Counter)
+    volume: Counter[str] = Counter()
+    for doc in docs:
+        if doc.speaker:
+            volume[doc.speaker] += 1
+            for term in doc.counts:
+                holders[term][doc.speaker] += 1
+    total = sum(volume.values())
+    minor = {s for s, n in volume.items() if n < share * total}
+    names = {t for s in volume for t in content_terms(s)}
+    out = set()
+    for term, by in holders.items():
+        who, most = by.most_common(1)[0]
+        if who in minor and most >= share * sum(by.values()) and term not in names and term[0] not in "@#":
+            out.add(term)
+    return frozenset(out)
 
 
 def _drop_thin(docs: list[_Doc], weights: list[dict[str, float]]) -> tuple[list[_Doc], list[dict[str, float]], list[_Chatter]]:

@@ -162,6 +162,10 @@ _HISTORY_RE = re.compile(
     r"\b(history|before|previous(?:ly)?|used to|formerly|originally|earlier|old value|"
     r"changed|change log)\b|以前|之前|历史|曾经|原来|过去|早先|变更|改动",
     re.IGNORECASE)
+# "the week before 16 November", "two days earlier": a span of time, not a memory's history
+_SPAN_BEFORE_RE = re.compile(
+    r"\b(?:days?|nights?|weeks?|weekends?|months?|years?|mornings?|evenings?|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)\s+(?:before|earlier)\b", re.IGNORECASE)
 _HOWTO_RE = re.compile(
     r"^\s*(how|why)\b|\bhow (?:do|to|can|should|does)\b|\b(steps|procedure|best way|fix|"
     r"troubleshoot)\b|如何|怎么|怎样|为什么|为何|方法|步骤|办法",
@@ -187,7 +191,7 @@ def detect_intent(query: str) -> str:
     A light, deterministic classifier (seed 003's intent routing): history words first, then
     identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing.
     """
-    if _HISTORY_RE.search(query):
+    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)):
         return "history"
     if find_keys(query):
         return "fact"
