@@ -29,8 +29,7 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy memrepo/store memrepo/review memrepo/api.py memrepo/cli memrepo/mcp memrepo/agents memrepo/team \
-		memrepo/model.py
+	$(BIN)/mypy memrepo
 
 # Lint first (seconds), then the suite.
 test: lint

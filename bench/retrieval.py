@@ -121,12 +121,10 @@ def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_d
     sem = None
     if semantic:
         from memrepo.retrieval import embed
-        from memrepo.retrieval.vectors import VecDoc, VectorStore
+        from memrepo.retrieval.vectors import VectorStore
         store = VectorStore((vectors_dir or work) / f"{name}.vectors")
         t0 = time.perf_counter()
-        store.rebuild([VecDoc(m["id"], embed.memory_text(m.get("summary", ""), m.get("body", "")), m["subject"],
-                              m.get("status", "active"), m.get("layer", "L1"), m.get("kind", "event"))
-                       for m in memories], embed.shared(), commit=None)
+        store.rebuild([to_doc(m) for m in memories], embed.shared(), commit=None)
         print(f"vectors: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         sem = (store.load(), _CachedQueries(embed.shared()))
     queries = read_jsonl(qry)

@@ -68,10 +68,12 @@ if TYPE_CHECKING:  # the names below import their module on first call; these ar
     from memrepo.agents.openclaw import import_openclaw
     from memrepo.agents.openclaw_export import export_jsonl, export_openclaw
     from memrepo.agents.prune import prune, prune_text
+    from memrepo.lifecycle.ci_workflow import workflow_text, write_workflow
     from memrepo.lifecycle.decay_run import build_graph, cleanup, decay
     from memrepo.lifecycle.distill_run import distill, known_patterns
     from memrepo.lifecycle.graph_svg import graph_legend, graph_svg
     from memrepo.lifecycle.graph_view import graph_around, neighbours
+    from memrepo.lifecycle.memory_ci import add_check, apply, apply_many, list_checks, proposal_checks, run_checks
     from memrepo.lifecycle.nightly import nightly
     from memrepo.lifecycle.run_history import last_distill, last_nightly
     from memrepo.lifecycle.schedule import install_schedule, schedule_text
@@ -79,29 +81,36 @@ if TYPE_CHECKING:  # the names below import their module on first call; these ar
     from memrepo.oversight.inbox import inbox
     from memrepo.oversight.memory_view import memory_view
     from memrepo.oversight.review_view import evidence_items, review_markdown, review_view
-    from memrepo.review.bulk import apply_many, get_proposal, reject_many, reviewer_name, rollback_with_reason
+    from memrepo.review.bulk import get_proposal, reject_many, reviewer_name, rollback_with_reason
     from memrepo.review.diff import branch_diff, field_diff, proposal_diffs
     from memrepo.review.forge import compare_link, compare_url
-    from memrepo.review.proposals import apply, card, delete_pushed_branches, list_proposals, memories_of, push_proposal, reject
+    from memrepo.review.proposals import card, delete_pushed_branches, list_proposals, memories_of, push_proposal, reject
     from memrepo.review.provenance import fact_history, memory_history, rollback, why
     from memrepo.review.timeline import timeline
     from memrepo.review.validate import validate_paths, validate_tree, validate_vault
+    from memrepo.store.processes import start_detached
     from memrepo.team.citations import ack, cite, cited_by, notices
     from memrepo.team.merge import merge_files
     from memrepo.team.propose import policy_for, propose
     from memrepo.team.sync import install_driver, sync
 
 
-def init(path: str | os.PathLike) -> Vault:
-    """Create a vault (git repository on ``main``, layout, config) with the review hooks installed."""
+def init(path: str | os.PathLike, *, ci: str | None = None) -> Vault:
+    """Create a vault (git repository on ``main``, layout, config) with the review hooks installed;
+    ``ci`` ("github" or "gitlab") also commits the forge workflow that runs the recall checks."""
+    from memrepo.lifecycle import ci_workflow
     from memrepo.review import hooks
 
+    if ci is not None:
+        ci_workflow.workflow_text(ci)  # a bad name is a usage error before anything is created
     vault = Vault.init(path)
     try:
         hooks.install(vault.root)
     except UsageError as e:
         vault.close()
         raise UsageError(f"created the vault {vault.root}, but without its hooks: {e}") from None
+    if ci is not None:
+        ci_workflow.write_workflow(vault, ci)
     return vault
 
 
@@ -246,6 +255,14 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
         from memrepo.agents.prune import prune_text as call
         return call(*args, **kwargs)
 
+    def workflow_text(*args, **kwargs):
+        from memrepo.lifecycle.ci_workflow import workflow_text as call
+        return call(*args, **kwargs)
+
+    def write_workflow(*args, **kwargs):
+        from memrepo.lifecycle.ci_workflow import write_workflow as call
+        return call(*args, **kwargs)
+
     def build_graph(*args, **kwargs):
         from memrepo.lifecycle.decay_run import build_graph as call
         return call(*args, **kwargs)
@@ -280,6 +297,30 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
 
     def neighbours(*args, **kwargs):
         from memrepo.lifecycle.graph_view import neighbours as call
+        return call(*args, **kwargs)
+
+    def add_check(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import add_check as call
+        return call(*args, **kwargs)
+
+    def apply(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import apply as call
+        return call(*args, **kwargs)
+
+    def apply_many(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import apply_many as call
+        return call(*args, **kwargs)
+
+    def list_checks(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import list_checks as call
+        return call(*args, **kwargs)
+
+    def proposal_checks(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import proposal_checks as call
+        return call(*args, **kwargs)
+
+    def run_checks(*args, **kwargs):
+        from memrepo.lifecycle.memory_ci import run_checks as call
         return call(*args, **kwargs)
 
     def nightly(*args, **kwargs):
@@ -342,10 +383,6 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
         from memrepo.oversight.review_view import review_view as call
         return call(*args, **kwargs)
 
-    def apply_many(*args, **kwargs):
-        from memrepo.review.bulk import apply_many as call
-        return call(*args, **kwargs)
-
     def get_proposal(*args, **kwargs):
         from memrepo.review.bulk import get_proposal as call
         return call(*args, **kwargs)
@@ -380,10 +417,6 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
 
     def compare_url(*args, **kwargs):
         from memrepo.review.forge import compare_url as call
-        return call(*args, **kwargs)
-
-    def apply(*args, **kwargs):
-        from memrepo.review.proposals import apply as call
         return call(*args, **kwargs)
 
     def card(*args, **kwargs):
@@ -442,6 +475,10 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
         from memrepo.review.validate import validate_vault as call
         return call(*args, **kwargs)
 
+    def start_detached(*args, **kwargs):
+        from memrepo.store.processes import start_detached as call
+        return call(*args, **kwargs)
+
     def ack(*args, **kwargs):
         from memrepo.team.citations import ack as call
         return call(*args, **kwargs)
@@ -480,20 +517,21 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
 
 
 __all__ = [
-    "Packed", "Recall", "Vault", "ack", "add", "add_files", "agents_with_private_memories", "apply", "apply_many",
-    "branch_diff", "browse", "build_graph", "card", "catch_up", "cite", "cited_by", "cleanup",
+    "Packed", "Recall", "Vault", "ack", "add", "add_check", "add_files", "agents_with_private_memories", "apply",
+    "apply_many", "branch_diff", "browse", "build_graph", "card", "catch_up", "cite", "cited_by", "cleanup",
     "compaction_instructions", "compare_link", "compare_url", "context", "current_agent", "decay",
     "delete_pushed_branches", "distill", "evidence_items", "export_formats", "export_jsonl", "export_openclaw",
     "fact_history", "field_diff", "file_compaction", "find_root", "flush", "flush_prompt", "forget_process_caches",
     "get", "get_evidence", "get_memory", "get_proposal", "graph_around", "graph_legend", "graph_svg",
     "hook_payload", "import_claude_code", "import_jsonl", "import_mcp_memory", "import_openclaw", "inbox", "init",
     "install_claude_code", "install_driver", "install_hooks", "install_schedule", "known_patterns", "last_distill",
-    "last_nightly", "list_memories", "list_proposals", "make_query", "mark_useful", "memories_of", "memory_history",
-    "memory_view", "merge_files", "neighbours", "nightly", "notices", "policy_for", "private_vault",
-    "proposal_diffs", "propose", "prune", "prune_options", "prune_text", "push_proposal", "read_queries", "rebuild",
-    "recall", "recall_within", "recover", "reindex", "reject", "reject_many", "release", "render_bytes",
-    "result_dict", "review_markdown", "review_view", "reviewer_name", "rollback", "rollback_with_reason",
-    "run_memory_command", "run_pre_commit", "save_evidence", "schedule_text", "search", "search_filters",
-    "search_many", "search_visible", "sync", "timeline", "unavailable_notice", "uninstall_claude_code",
-    "validate_paths", "validate_tree", "validate_vault", "vector_state", "visible_vaults", "warm_up", "why",
+    "last_nightly", "list_checks", "list_memories", "list_proposals", "make_query", "mark_useful", "memories_of",
+    "memory_history", "memory_view", "merge_files", "neighbours", "nightly", "notices", "policy_for",
+    "private_vault", "proposal_checks", "proposal_diffs", "propose", "prune", "prune_options", "prune_text",
+    "push_proposal", "read_queries", "rebuild", "recall", "recall_within", "recover", "reindex", "reject",
+    "reject_many", "release", "render_bytes", "result_dict", "review_markdown", "review_view", "reviewer_name",
+    "rollback", "rollback_with_reason", "run_checks", "run_memory_command", "run_pre_commit", "save_evidence",
+    "schedule_text", "search", "search_filters", "search_many", "search_visible", "start_detached", "sync", "timeline",
+    "unavailable_notice", "uninstall_claude_code", "validate_paths", "validate_tree", "validate_vault",
+    "vector_state", "visible_vaults", "warm_up", "why", "workflow_text", "write_workflow",
 ]

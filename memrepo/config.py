@@ -164,7 +164,7 @@ def check(data: dict[str, Any]) -> tuple[list[Problem], list[str]]:
             choices = CHOICES.get((table, key))
             items = value if isinstance(value, list) else [value]
             wrong = [v for v in items if choices and v not in choices]
-            if wrong:
+            if wrong and choices:
                 problems.append(Problem(CONFIG_PATH, where, f"{wrong[0]!r} is not one of {', '.join(choices)}"))
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 low, high = RANGES.get((table, key), (0, None))

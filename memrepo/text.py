@@ -20,6 +20,10 @@ TOKEN_PATTERN = rf"[{CJK}]+|[^\W_{CJK}]+(?:['’][^\W_{CJK}]+)*"
 # re builds a class of 28,000 characters one code point at a time (~6 ms per process), a cost
 # an English query or memory need not pay. tests/test_analysis.py checks both agree.
 _ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z0-9]+)*")
+# Chinese function characters: particles, pronouns, copulas and the commonest adverbs, what the
+# English stop words are to English. A bigram holding one (我的, 了一, 很好) is the glue between
+# words, not a word; :func:`is_function_gram` tells them.
+ZH_FUNCTION_CHARS = frozenset("的了又在是和也就都把被着过吗呢吧啊这那个我你他她它们再还很要让")
 
 ENGLISH_STOPWORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being
@@ -55,6 +59,11 @@ def raw_tokens(text: str) -> list[str]:
 @lru_cache(maxsize=1)
 def _token_re() -> re.Pattern[str]:
     return re.compile(TOKEN_PATTERN, re.UNICODE)
+
+
+def is_function_gram(term: str) -> bool:
+    """Whether ``term`` is a CJK gram holding a function character (:data:`ZH_FUNCTION_CHARS`)."""
+    return is_cjk(term) and any(ch in ZH_FUNCTION_CHARS for ch in term)
 
 
 def cjk_grams(run: str, *, unigrams: bool = False) -> list[str]:

@@ -5,12 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrepo import text
-from memrepo.retrieval.analysis import detect_intent, key_terms, memory_analyzer, query_keys
+from memrepo.retrieval.analysis import MemoryTokenizer, detect_intent, key_terms, query_keys
 from memrepo.text import terms
 
 
 def tokens(value: str, mode: str = "index") -> list[str]:
-    return [t.text for t in memory_analyzer()(value, mode=mode)]
+    return [t.text for t in MemoryTokenizer()(value, mode=mode)]
 
 
 def test_markdown_emphasis_is_not_part_of_a_token():

@@ -18,16 +18,6 @@ _SPEAKER_RE = re.compile(r"^\s*(user|human|assistant|ai|system|tool|用户|助�
 _USER_LABELS = {"user", "human", "用户"}
 
 
-def load_messages(text: str, *, where: str = "stdin") -> list[dict[str, Any]]:
-    """Message JSON (a list, or an object with ``messages``) as a list of message objects."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{where}: not JSON ({e.msg} at line {e.lineno}); give a list of messages "
-                         "or an object with 'messages'") from None
-    return messages_of(data, where=where)
-
-
 def messages_of(data: Any, *, where: str = "stdin") -> list[dict[str, Any]]:
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]

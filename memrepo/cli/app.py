@@ -20,10 +20,11 @@ from typer.core import TyperGroup
 
 from memrepo.cli import call, failures, options, output, params
 
-GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "install", "ui", "daemon", "hooks")  # --help order
+GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "check", "install", "ui", "daemon", "hooks")  # --help order
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks), a recall check regressed (check run) or git "
+    "failed; 2 usage error; "
     "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
     "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
     "or MEMREPO_LOCK_TIMEOUT); 130 interrupted. Global options (--vault, --agent, --json) may stand "

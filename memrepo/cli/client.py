@@ -354,16 +354,11 @@ def _claim(marker: str) -> bool:
 
 
 def _spawn(path: str, code_stamp: str) -> None:
-    import subprocess
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
-    # the interpreter's own flags (-X utf8, -O, ...), as multiprocessing passes them to its children
-    args = [arg for arg in subprocess._args_from_interpreter_flags() if arg != "-P"]  # type: ignore[attr-defined]
+    """Start the server detached, with this interpreter's flags (the library's one starter of
+    child processes; the call that starts it has already imported the library)."""
+    from memrepo import api
     try:
-        subprocess.Popen([sys.executable, *args, "-P", "-m", "memrepo.cli.server", path, code_stamp],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         cwd="/", env=env, start_new_session=True, close_fds=True)
+        api.start_detached("-m", "memrepo.cli.server", path, code_stamp, interpreter_flags=True, cwd="/")
     except OSError:
         os.unlink(path + ".start")
 

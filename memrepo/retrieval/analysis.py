@@ -13,12 +13,14 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import cast
 
-from whoosh.analysis import Token, Tokenizer
+from whoosh.analysis import Analyzer, Token, Tokenizer
 from whoosh.fields import TEXT
 from whoosh.system import pack_uint
 
 from memrepo import text
+from memrepo.retrieval.query_text import is_transcript
 
 
 class MemoryTokenizer(Tokenizer):
@@ -43,7 +45,7 @@ class MemoryTokenizer(Tokenizer):
             tok.boost = 1.0
             tok.stopped = False
             if keeporiginal:
-                tok.original = term
+                tok.original = term  # type: ignore[attr-defined]  # a Token takes any attribute, as Whoosh's own tokenizers set it
             if positions:
                 tok.pos = pos
             pos += 1
@@ -115,7 +117,7 @@ class ScoredText(TEXT):
     """
 
     def __init__(self, *, stored: bool = False) -> None:
-        super().__init__(analyzer=MemoryTokenizer(), phrase=False, stored=stored)
+        super().__init__(analyzer=cast(Analyzer, MemoryTokenizer()), phrase=False, stored=stored)  # a tokenizer analyses alone
 
     def index(self, value, **kwargs):
         if isinstance(value, str):
@@ -146,14 +148,9 @@ class ScoredText(TEXT):
             freqs.update(counts)
             for t, n in counts.items():
                 weights[t] = weights.get(t, 0.0) + n * boost
-        fb = self.format.field_boost
+        fb = self.format.field_boost if self.format is not None else 1.0
         return [(t.encode("utf-8"), n, weights[t] * fb, pack_uint(n))
                 for t, n in freqs.items()]
-
-
-def memory_analyzer() -> MemoryTokenizer:
-    """Analyzer for prose fields (summary, body, tags)."""
-    return MemoryTokenizer()
 
 
 # ------------------------------------------------------------------ query analysis ---
@@ -189,9 +186,11 @@ def detect_intent(query: str) -> str:
     """Route a query: ``history``, ``fact`` (exact keys/entities), ``howto`` or ``general``.
 
     A light, deterministic classifier (seed 003's intent routing): history words first, then
-    identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing.
+    identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing. A
+    stretch of a conversation (:func:`~memrepo.retrieval.query_text.is_transcript`) is never a
+    history question: its "以前" or "before" is the speakers' past, not a memory's versions.
     """
-    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)):
+    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)) and not is_transcript(query):
         return "history"
     if find_keys(query):
         return "fact"

@@ -36,6 +36,9 @@ def distill(now: Optional[str] = params.NOW,
         lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
+    lines += [f"check candidate {c['name']}: {c['question']!r} must find {c['expect']} ({c['why']})" for c in report.check_candidates]
+    if report.check_proposal:
+        lines.append(f"proposal {report.check_proposal} (recall checks): review with 'memrepo review {report.check_proposal}'")
     out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
 
 
@@ -108,6 +111,7 @@ def _nightly_summary(result: dict) -> str:
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.items()
                            if isinstance(n, int) and not isinstance(n, bool))
         where = (f"; review: memrepo review {r['proposal']}" if r.get("proposal") else "") + \
+                (f"; recall checks: memrepo review {r['check_proposal']}" if r.get("check_proposal") else "") + \
                 (f"; commit {str(r['commit'])[:12]}" if r.get("commit") else "")
         return f"{name}: {counts or 'nothing to ' + verb}{where}"
     index = result.get("index") or {}

@@ -66,6 +66,9 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
         text = api.card(vault, proposal_id)
         data = {**p.as_dict(), "card": text, "memories_detail": [
             {**dict(m.meta), "path": m.path, "body": m.body} for m in api.memories_of(vault, p)]}
+        if p.status == "open":  # what applying it does to recall: the check delta
+            checks = api.proposal_checks(vault, p.id)
+            text, data["checks"] = text.rstrip("\n") + "\n" + "\n".join(checks.card_lines()) + "\n", checks.as_dict()
     out(data, as_json, text)
 
 
@@ -74,10 +77,11 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
 def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
           only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
+          accept_regression: Optional[str] = typer.Option(None, "--accept-regression", metavar="REASON", help="Apply although recall checks regress; the reason is recorded in the apply commit."),
           as_json: bool = params.JSON):
-    """Apply a proposal: one merge commit on main."""
+    """Apply a proposal: the recall checks first (a regression refuses, exit 4), then one merge commit on main."""
     with call.vault() as vault:
-        commit = api.apply(vault, proposal_id, mode=mode, only=only or None)
+        commit = api.apply(vault, proposal_id, mode=mode, only=only or None, accept_regression=accept_regression)
         remote = api.delete_pushed_branches(vault, ids=[api.get_proposal(vault, proposal_id).id])
     out({"proposal": proposal_id, "commit": commit, "mode": mode, "remote_branches": remote}, as_json,
         f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'"

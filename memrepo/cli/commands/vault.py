@@ -17,9 +17,10 @@ app = typer.Typer()
 
 @app.command(epilog=params.examples("memrepo init ~/agent-memory"))
 def init(path: Path = typer.Argument(..., help="Directory to create the vault in (new or empty)."),
+         ci: Optional[str] = typer.Option(None, "--ci", help="github or gitlab: also commit the forge workflow that runs the recall checks."),
          as_json: bool = params.JSON):
     """Create a vault: git repository on main, layout, config, .gitignore and hooks."""
-    vault = api.init(path)
+    vault = api.init(path, ci=ci)
     out({"vault": str(vault.root), "commit": vault.head()}, as_json, f"Created vault {vault.root}")
 
 
