@@ -11,7 +11,6 @@ Entries must be short, hard and reusable; a raw dump is refused with a pointer t
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,11 +95,12 @@ def parse(text: str) -> list[Entry]:
     if stripped in SILENT:
         return []
     if stripped[:1] in "[{":
+        from memrepo.store.jsontext import BadJson, loads
         try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"flush input: not JSON ({e.msg} at line {e.lineno}); send JSON entries or the "
-                             "markdown template (## What / ## Decision / ## Why / ## Evidence / ## Next)") from None
+            data = loads(stripped, where="flush input")
+        except BadJson as e:
+            raise UsageError(f"{e}; send JSON entries or the markdown template "
+                             "(## What / ## Decision / ## Why / ## Evidence / ## Next)") from None
         return _from_json(data)
     return _from_markdown(stripped)
 
@@ -191,9 +191,10 @@ def check(entry: Entry, limits: dict[str, Any]) -> list[Problem]:
 
 
 def _is_json_document(value: str) -> bool:
+    from memrepo.store.jsontext import BadJson, loads
     try:
-        return isinstance(json.loads(value), dict | list)
-    except json.JSONDecodeError:
+        return isinstance(loads(value, where="value"), dict | list)
+    except BadJson:  # not JSON (or none memrepo would load): text
         return False
 
 

@@ -5,7 +5,6 @@ Only what recall and prune need: which message is whose, and the text in it.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -15,14 +14,19 @@ _SPEAKER_RE = re.compile(r"^\s*(user|human|assistant|ai|system|tool|用户|助�
 _USER_LABELS = {"user", "human", "用户"}
 
 
-def load_messages(text: str, *, where: str = "stdin") -> list[dict[str, Any]]:
-    """Message JSON (a list, or an object with ``messages``) as a list of message objects."""
+def load_json(data: str | bytes, *, where: str = "stdin") -> Any:
+    """A transcript's JSON as loaded; a UsageError naming ``where`` for anything that is not a
+    JSON document memrepo takes (not UTF-8, not JSON, nested too deep, numbers too long)."""
+    from memrepo.store.jsontext import BadJson, loads
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{where}: not JSON ({e.msg} at line {e.lineno}); give a list of messages "
-                         "or an object with 'messages'") from None
-    return messages_of(data, where=where)
+        return loads(data, where=where)
+    except BadJson as e:
+        raise UsageError(f"{e}; give a list of messages or an object with 'messages'") from None
+
+
+def load_messages(text: str | bytes, *, where: str = "stdin") -> list[dict[str, Any]]:
+    """Message JSON (a list, or an object with ``messages``) as a list of message objects."""
+    return messages_of(load_json(text, where=where), where=where)
 
 
 def messages_of(data: Any, *, where: str = "stdin") -> list[dict[str, Any]]:
@@ -69,8 +73,8 @@ def latest_user_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
-            messages = messages_of(json.loads(stripped))
-        except (json.JSONDecodeError, UsageError):
+            messages = messages_of(load_json(stripped))
+        except UsageError:  # not a message list: the text is the message
             messages = None
         if messages is not None:
             for message in reversed(messages):
@@ -92,11 +96,11 @@ def latest_user_text(text: str) -> str:
 def hook_payload(text: str) -> dict[str, Any]:
     """The JSON an agent hook sends on stdin (Claude Code: ``prompt``, ``session_id``,
     ``transcript_path``, ...); extra keys are ignored, a missing ``prompt`` is empty."""
+    from memrepo.store.jsontext import BadJson, loads
     try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--hook: stdin is not JSON ({e.msg} at line {e.lineno}); the hook must pipe its "
-                         "payload, e.g. {\"prompt\": ..., \"session_id\": ...}") from None
+        data = loads(text, where="--hook: stdin") if text.strip() else {}
+    except BadJson as e:
+        raise UsageError(f"{e}; the hook must pipe its payload, e.g. {{\"prompt\": ..., \"session_id\": ...}}") from None
     if not isinstance(data, dict):
         raise UsageError("--hook: stdin must be a JSON object like {\"prompt\": ..., \"session_id\": ...}")
     prompt = data.get("prompt")

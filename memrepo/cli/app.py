@@ -896,12 +896,9 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           as_json: bool = JsonOpt):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
     from memrepo.agents import prune as svc
-    from memrepo.errors import UsageError
-    text = _stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{transcript}: not JSON ({e.msg} at line {e.lineno}); give OpenAI or Anthropic message JSON") from None
+    from memrepo.agents.transcript import load_json
+    raw = _stdin_text() if str(transcript) == "-" else transcript.read_bytes()
+    data = load_json(raw, where="stdin" if str(transcript) == "-" else str(transcript))
     options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
     with _vault() as vault:
         result = svc.prune(vault, data, options)

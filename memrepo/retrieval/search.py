@@ -33,6 +33,7 @@ MODEL_RETRY_S = 600      # a model that failed to load in a build is not tried a
 MODEL_FAILED = "model-failed.json"   # beside the vectors: why and when
 SEMANTIC_ENV = "MEMREPO_SEMANTIC"  # "0"/"1": overrides [search] semantic for one process
 
+ADVANCED_WORD_CHARS = 1000
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced", "intent")
 DIRTY_FILE = "dirty.json"
 
@@ -407,6 +408,10 @@ def make_query(text: str, **filters: Any):
     model.check_choice("intent", clean.get("intent"), model.INTENTS)
     if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
         raise UsageError("'limit' must be a positive integer")
+    longest = max(map(len, text.split()), default=0) if clean.get("advanced") else 0
+    if longest > ADVANCED_WORD_CHARS:  # Whoosh's parser takes time quadratic in a word's length
+        raise UsageError(f"an --advanced query takes words of up to {ADVANCED_WORD_CHARS:,} characters (this one has "
+                         f"{longest:,}); search without --advanced for long text")
     return SearchQuery(text=text, **clean)
 
 
@@ -748,11 +753,12 @@ def read_queries(path: Path) -> list[tuple[Any, Any]]:
     """(qid, SearchQuery) per line of a batch file. The file is input data: every bad line is
     a problem naming its number (InvalidData, exit 5), in line order, and nothing is searched."""
     out, problems = [], []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    from memrepo.store.jsontext import loads
+    for n, line in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, where="the line")
             if not isinstance(record, dict) or "query" not in record:
                 raise ValueError("each line must be an object with a 'query'")
             qid = record.pop("qid", None)

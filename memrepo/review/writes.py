@@ -6,7 +6,6 @@ and the cross-file invariants -> risk check -> commit to main (low risk) or open
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any, Callable
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
-from memrepo.store import faults, git
+from memrepo.store import faults, git, jsontext
 from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope, text_problems
 from memrepo.store.vault import Vault, render_bytes
 
@@ -227,9 +226,9 @@ def parse_jsonl(path: Path, *, author: str) -> tuple[list[tuple[int, Memory]], l
             continue
         where = f"{name}:line {n}"
         try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(Problem(where, "(line)", f"not a JSON object: {e}"))
+            record = jsontext.loads(line, where="the line")
+        except jsontext.BadJson as e:
+            problems.append(Problem(where, "(line)", f"not a JSON object memrepo can take: {e}"))
             continue
         if not isinstance(record, dict):
             problems.append(Problem(where, "(line)", "must be a JSON object of front-matter fields plus 'body'"))
