@@ -184,6 +184,10 @@ class Config:
 
 def load(root: Path) -> Config:
     path = root / CONFIG_PATH
+    if (root / CONFIG_PATH).parent.is_symlink() or path.is_symlink():
+        raise ConfigError([Problem(CONFIG_PATH, "(file)", (
+            "is read through a symlink; memrepo never follows links inside the vault (a clone or pull of someone "
+            "else's vault can make them point at any file): replace the link with the file itself"))])
     if not path.exists():
         return Config()
     try:

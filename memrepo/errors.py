@@ -144,6 +144,10 @@ class ConfigWarning(MemrepoWarning):
     """Something in ``config.toml`` is ignored (an unknown table or key)."""
 
 
+class SkippedMemory(MemrepoWarning):
+    """A memory file on main that readers skip (it breaks the schema); the message names it."""
+
+
 class IdentityWarning(MemrepoWarning):
     """No git identity is configured: commits carry memrepo's fallback name."""
 

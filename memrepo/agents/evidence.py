@@ -87,9 +87,11 @@ class Evidence:
 
 def get_evidence(vault: Vault, pointer: str) -> Evidence:
     """The evidence a pointer names: ``evidence:<hex prefix>`` or the bare prefix (4+ hex digits)."""
+    from memrepo.store.files import read_inside
     prefix = pointer.strip().removeprefix(POINTER_PREFIX).lower()
     if not _HEX_RE.match(prefix):
         raise UsageError(f"{pointer!r} is not an evidence pointer; give 'evidence:<sha256 prefix>' (4 to 64 hex digits)")
+    vault.ensure_trusted()
     found = []
     for folder in (EVIDENCE_DIR, LOCAL_DIR):
         directory = vault.root / folder
@@ -101,4 +103,5 @@ def get_evidence(vault: Vault, pointer: str) -> Evidence:
         names = ", ".join(sorted(POINTER_PREFIX + p.stem[:16] for _, p in found)[:5])
         raise UsageError(f"{POINTER_PREFIX}{prefix} is ambiguous ({names}); give more hex digits")
     folder, path = found[0]
-    return Evidence(path.stem, f"{folder}/{path.name}", path.read_text(encoding="utf-8"))
+    data = read_inside(vault.root, f"{folder}/{path.name}")  # never through a link (a clone can hold them)
+    return Evidence(path.stem, f"{folder}/{path.name}", data.decode("utf-8", "replace"))

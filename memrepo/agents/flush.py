@@ -11,6 +11,7 @@ Entries must be short, hard and reusable; a raw dump is refused with a pointer t
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -324,6 +325,8 @@ def flush_prompt(lang: str = "en", vault: Vault | None = None) -> str:
     """The flush prompt a runtime injects before compaction (the vault's own copy when it has one)."""
     check_choice("lang", lang, PROMPT_LANGS)
     name = f"prompts/flush.{lang}.md"
-    if vault is not None and (vault.root / name).is_file():
-        return (vault.root / name).read_text(encoding="utf-8")
+    if vault is not None and os.path.lexists(vault.root / name):
+        from memrepo.store.files import read_inside
+        vault.ensure_trusted()
+        return read_inside(vault.root, name).decode("utf-8", "replace")
     return (resource("template-vault") / name).read_text(encoding="utf-8")

@@ -101,15 +101,16 @@ def _warm(vault: Vault) -> _Warm:
 def _doc(path: str, data: bytes):
     """The index document of one memory file, or None when the file cannot be read."""
     from memrepo.retrieval.fields import IndexDoc
+    from memrepo.store.checks import reader_problem
     from memrepo.store.document import DocumentError, load_bytes
     try:
         parsed = load_bytes(data, path)
     except DocumentError:
         return None
     m = parsed.meta
-    if m.get("id") != _id_of(path):
-        # not a memory as it stands (validate: the id is the file name): indexed under
-        # another id, it would outlive the file's next change, which is keyed by the name
+    if m.get("id") != _id_of(path) or reader_problem(path, m) is not None:
+        # not a memory as it stands (validate: the id is the file name, the schema holds):
+        # indexed under another id, it would outlive the file's next change, keyed by the name
         return None
     def tup(key):
         value = m.get(key) or ()
@@ -123,12 +124,10 @@ def _doc(path: str, data: bytes):
 
 
 def _read_worktree(vault: Vault, path: str):
-    target = vault.root / path
-    if target.is_symlink() or not target.is_file():
-        return None
+    from memrepo.store.files import LinkRefused, read_inside
     try:
-        return _doc(path, target.read_bytes())
-    except OSError:
+        return _doc(path, read_inside(vault.root, path))  # never through a link, at any depth
+    except (OSError, LinkRefused):
         return None
 
 
@@ -310,8 +309,9 @@ def _sync(vault: Vault, progress=None, each=None) -> SyncReport:
     def rebuilt() -> int:
         return rebuild(vault, progress=progress, each=each)
 
-    index = _index(vault)
     head = git.resolve(vault.root, "HEAD")
+    vault.ensure_trusted(head)  # the index's files must not be ones a pull planted (see store/incoming.py)
+    index = _index(vault)
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
                   else "search index of an older format: rebuilding it from the memory files" if index.outdated()
@@ -422,6 +422,7 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
         raise UsageError("--log records recalls of a session: give --session ID too")
     ahead = _encode_ahead(vault, queries)
     report = sync(vault)
+    vault.warn_skipped()
     state, semantic, notice = semantic_sync(vault)
     if notice:
         report = SyncReport(report.rebuilt, report.updated, report.deleted,

@@ -21,11 +21,13 @@ from memrepo.store.vault import Vault
 
 
 def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem], dict]:
-    path = vault.root / rel
-    if path.is_symlink():
+    from memrepo.store.files import LinkRefused, read_inside
+    if (vault.root / rel).is_symlink():
         return None, [Problem(rel, "(file)", "is a symlink; memories must be regular files inside the vault (replace the link with the file)")], {}
     try:
-        data = path.read_bytes()
+        data = read_inside(vault.root, rel)
+    except LinkRefused as e:
+        return None, list(e.problems), {}
     except OSError as e:
         return None, [Problem(rel, "(file)", f"cannot be read: {e.strerror}")], {}
     memory, problems = check_bytes(rel, data)
@@ -44,6 +46,11 @@ def validate_tree(vault: Vault) -> list[Problem]:
 def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> GateReport:
     """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate;
     ``progress(done, total)`` follows the reading of the files."""
+    from memrepo.errors import UnsafeChange
+    try:
+        vault.ensure_trusted()
+    except UnsafeChange as e:  # what a plain pull or clone brought: reported, and nothing of it is read
+        return GateReport(sorted(set(e.problems)), [])
     high: dict[str, str] = {}
     rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high, progress=progress)
     problems += check_rows(rows, RowSet(rows))

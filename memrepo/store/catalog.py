@@ -14,7 +14,7 @@ from typing import Iterable
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, Memory
 from memrepo.store import document, git
-from memrepo.store.checks import Row
+from memrepo.store.checks import Row, reader_problem
 from memrepo.store.sqlite import open_db
 
 _COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
@@ -30,7 +30,7 @@ CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
 CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
 """
-VERSION = "2"  # 2: weight
+VERSION = "3"  # 2: weight; 3: rows only of files the schema accepts
 
 
 class Catalog:
@@ -180,7 +180,9 @@ class Catalog:
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
     def errors(self) -> list[Problem]:
-        return [Problem(p, "(file)", e) for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
+        """The memory files on main readers skip, each with its (first) problem."""
+        return [Problem(p, *(e.split("\t", 1) if "\t" in e else ("(file)", e)))
+                for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memory WHERE error IS NULL").fetchone()[0]
@@ -201,6 +203,7 @@ def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
         parsed = document.load_bytes(data, path)
     except document.DocumentError as e:
         return (path, None, *([None] * 12), blob, e.problem.message, None)
-    if not isinstance(parsed.meta.get("id"), str):
-        return (path, None, *([None] * 12), blob, "has no 'id'", None)
+    problem = reader_problem(path, parsed.meta)
+    if problem is not None:  # any file can be on main; a row holds only what the schema allows
+        return (path, None, *([None] * 12), blob, f"{problem.field}\t{problem.message}", None)
     return _memory_values(Memory(parsed.meta, parsed.body, path), blob)

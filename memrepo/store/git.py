@@ -100,7 +100,8 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
-_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock")
+_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock",
+              "memrepo-trusted")
 
 
 @lru_cache(maxsize=256)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageErr
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import faults, git, incoming
-from memrepo.store.files import atomic_write  # noqa: F401  (callers import it from here too)
+from memrepo.store.files import atomic_write, copy_tree  # (callers import atomic_write from here too)
 from memrepo.store.lock import locked
 
 if TYPE_CHECKING:
@@ -71,6 +70,7 @@ class Vault:
         self._synced_in_lock = False
         self._checked_head: str | None = None
         self._config: config_mod.Config | None = None
+        self._trusted: str | None = None   # the last commit checked clean in this process
 
     # ---------------------------------------------------------- opening
 
@@ -93,8 +93,7 @@ class Vault:
         root = Path(path).expanduser().resolve()
         _refuse_occupied(root)
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(resource("template-vault"), root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        copy_tree(resource("template-vault"), root)
         git.init(root)
         git.commit_all(root, "memrepo: create vault")
         return cls(root)
@@ -128,8 +127,20 @@ class Vault:
         """The tip of the main branch (no git process while its ref files are unchanged)."""
         return git.resolve(self.root, self.main_ref)
 
+    def ensure_trusted(self, commit: str | None = None) -> None:
+        """Refuse (UnsafeChange) to go on when ``commit`` (default: main) holds paths memrepo
+        never accepts, as a plain ``git pull`` or ``git clone`` may bring (a symlink, files under
+        ``.memrepo/`` over the derived state): called before any derived state is read."""
+        commit = commit or self.head()
+        if commit is None or commit == self._trusted:
+            return
+        incoming.check_checkout(self.root, commit)
+        self._trusted = commit
+
     def catalog(self, *, sync: bool = True):
         """The derived catalog, caught up with the main branch."""
+        if sync and not (self._in_lock and self._synced_in_lock):
+            self.ensure_trusted()
         if self._catalog is None:
             from memrepo.store.catalog import Catalog
             self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
@@ -273,12 +284,29 @@ class Vault:
         return next((e.path for e in entries if e.path.rsplit("/", 1)[-1] == f"{memory_id}.md"), None)
 
     def read_at(self, rev: str, path: str) -> Memory:
+        """The memory file ``path`` at ``rev``; InvalidMemory naming the field when it cannot be
+        read or breaks the schema (what a hand commit or a pull may have put there)."""
         data = git.read_blob(self.root, f"{rev}:{path}")
-        from memrepo.store.checks import check_bytes
+        from memrepo.store.checks import check_bytes, reader_problem
         memory, problems = check_bytes(path, data)
         if memory is None:
             raise InvalidMemory(problems)
+        problem = reader_problem(path, dict(memory.meta))
+        if problem is not None:
+            raise InvalidMemory([problem], "the file on main breaks the schema; fix it ('memrepo validate' lists every problem)")
         return memory
+
+    def warn_skipped(self) -> list:
+        """Warn (:class:`SkippedMemory`, one per file) about the memory files on main that readers
+        skip; returns their problems. A reader calls it so a broken file is never silently absent."""
+        import warnings
+
+        from memrepo.errors import SkippedMemory
+        problems = self.catalog().errors()
+        for p in problems:
+            warnings.warn(SkippedMemory(f"{p} (skipped; fix the file: 'memrepo validate' lists every problem)"),
+                          stacklevel=2)
+        return problems
 
     def list(self, **filters: str | None) -> List[dict]:
         """Rows of memories on main matching every given filter; a layer, kind, status or
@@ -286,7 +314,9 @@ class Vault:
         from memrepo.model import CHOICES, check_choice
         for name in CHOICES:
             check_choice(name, filters.get(name))
-        return self.catalog().query(**filters)
+        rows = self.catalog().query(**filters)
+        self.warn_skipped()
+        return rows
 
     def history(self, memory_id: str) -> List[git.LogEntry]:
         """Every commit on main that touched this memory's file, newest first."""
@@ -369,6 +399,9 @@ class Vault:
             self._journal_path().unlink(missing_ok=True)  # nothing moved: nothing to finish
             raise
         faults.point("commit-after-refs-moved")
+        if ref == self.main_ref and old == self._trusted:  # checked above, path by path
+            incoming.remember_clean(self.root, sha)
+            self._trusted = sha
         if checked_out:
             self._update_checkout(changes)
         faults.point("commit-after-checkout")
@@ -407,6 +440,9 @@ class Vault:
         except BaseException:
             self._journal_path().unlink(missing_ok=True)
             raise
+        if old == self._trusted:  # check_range above
+            incoming.remember_clean(self.root, new)
+            self._trusted = new
         if checked_out:
             self._update_checkout(changes)
         self._journal_path().unlink(missing_ok=True)

@@ -71,6 +71,7 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
         raise UsageError(f"{vault.root} is the private vault of {vault.owner}: private memories are never synced")
     if remote not in git.remotes(vault.root):
         raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
+    vault.ensure_trusted()  # a main a plain pull made unsafe is neither read nor pushed on
     result = SyncResult(remote, before=vault.head())
     main = vault.main_branch
     for attempt in range(1, attempts + 1):
