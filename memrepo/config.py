@@ -34,7 +34,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # The pre-compaction flush: entries are "short, hard, reusable"; raw text goes to evidence.
     "flush": {"section_chars": 1200, "entry_chars": 4000, "section_lines": 20},
     # Tool results kept as evidence: larger files stay out of git, in .memrepo/evidence/.
-    "evidence": {"max_file_bytes": 1048576},
+    # secrets: what a credential found in one does: "redact" (stored as [REDACTED:<rule>]) or
+    # "refuse" (nothing is pruned or stored; the command names the message and the rule).
+    "evidence": {"max_file_bytes": 1048576, "secrets": "redact"},
     # Nightly distill (L1 -> L2): entries saying the same thing on min_occurrences distinct days
     # (count_by: day, session or day_or_session) within window_days; similarity is the score
     # two entries need to be joined (memrepo.lifecycle.distill.find_patterns).
@@ -90,6 +92,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("promote", "count_by"): ("day", "session", "day_or_session"),
     ("decay", "protected_layers"): LAYERS, ("decay", "lending_statuses"): STATUSES,
     ("cleanup", "policy"): ("demote", "archive"),
+    ("evidence", "secrets"): ("redact", "refuse"),
     ("arbitration", "default"): ("latest", "authority", "review"),
 }
 # Keys whose shape their owner checks, with the file and key in its message (a list of tables).

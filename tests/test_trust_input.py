@@ -114,3 +114,53 @@ def test_an_advanced_search_with_a_huge_word_is_refused_at_once(vault):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--advanced" in proc.stderr
     proc = cli(vault.root, "search", "--advanced", " ".join(["word"] * 20_000))
     assert proc.returncode in (0, 2) and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------ credentials in tool results never reach git
+
+def env_dump_session() -> tuple[list[dict], dict[str, str]]:
+    from secret_corpus import r
+    secrets = {"aws": "AKIA" + r(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), "github": "ghp_" + r(36),
+               "pg": r(14)}
+    dump = ("HOME=/home/ops\nPATH=/usr/bin\n" + f"AWS_ACCESS_KEY_ID={secrets['aws']}\n"
+            f"GITHUB_TOKEN={secrets['github']}\nDATABASE_URL=postgres://app:{secrets['pg']}@db.internal:5432/app\n"
+            + "".join(f"VAR_{i}=value {i}\n" for i in range(400)))
+    msgs = [{"role": "user", "content": "why does the deploy fail?"},
+            {"role": "assistant", "content": "checking the environment", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "env"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": dump}]
+    msgs += [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
+    return msgs, secrets
+
+
+def test_prune_never_commits_credentials_as_evidence(vault, tmp_path):
+    msgs, secrets = env_dump_session()
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(msgs))
+    proc = cli(vault.root, "prune", str(path), "--soft-chars", "500", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["evidence_commit"]
+    from conftest import git
+    history = git(vault.root, "log", "-p", "--all")
+    for value in secrets.values():
+        assert value not in history, value
+    [redacted] = report["redacted"]
+    assert {"aws-access-key-id", "github-token", "url-credentials"} <= set(redacted["rules"])
+    stored = cli(vault.root, "evidence", redacted["evidence"]).stdout
+    assert "[REDACTED:github-token]" in stored and "VAR_399=value 399" in stored
+
+
+def test_prune_can_refuse_instead_of_redacting(vault, tmp_path):
+    config = vault.root / ".memrepo" / "config.toml"
+    config.write_text(config.read_text() + '\n[evidence]\nsecrets = "refuse"\n')
+    from conftest import git
+    git(vault.root, "commit", "-qam", "refuse credentials in evidence")
+    msgs, secrets = env_dump_session()
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(msgs))
+    head = vault.head()
+    proc = cli(vault.root, "prune", str(path), "--soft-chars", "500")
+    assert proc.returncode == 5 and "transcript message 2" in proc.stderr and "github-token" in proc.stderr
+    assert "Traceback" not in proc.stderr and secrets["github"] not in proc.stderr + proc.stdout
+    assert vault.head() == head and not (vault.root / "evidence").exists()

@@ -4,6 +4,12 @@ point at it (``evidence:<sha256-prefix>``) instead of carrying it.
 Files live at ``evidence/<sha256>.txt`` in the vault and are committed (one commit per batch;
 the same content is stored once). A file over ``[evidence] max_file_bytes`` stays out of git,
 in ``.memrepo/evidence/`` (git-ignored), and the caller is told so.
+
+A tool result is raw output: an ``env`` dump, a config file, a ``curl`` line can carry
+credentials, and evidence is committed and pushed by ``sync``. So every text passes the same
+credential scan as a memory before it is stored: ``[evidence] secrets = "redact"`` (the default)
+stores it with each credential replaced by ``[REDACTED:<rule>]``; ``"refuse"`` stores nothing
+and names the text and the rule.
 """
 from __future__ import annotations
 
@@ -39,10 +45,40 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") -> tuple[list[Saved], str | None]:
-    """Keep each text as evidence; returns what was saved (in order) and the commit, if any."""
+@dataclass(frozen=True)
+class Stored:
+    """A text as evidence keeps it: credentials redacted (``rules`` names what was found)."""
+    text: str
+    rules: tuple[str, ...] = ()
+
+    @property
+    def pointer(self) -> str:
+        return POINTER_PREFIX + digest(self.text)[:POINTER_HEX]
+
+
+def as_stored(vault: Vault, text: str, *, where: str = "text") -> Stored:
+    """``text`` as evidence stores it under the vault's ``[evidence] secrets`` policy; with
+    ``refuse`` an InvalidData naming ``where`` and the rules when it holds a credential."""
+    from memrepo.store.secretscan import redact
+    clean, found = redact(text)
+    if not found:
+        return Stored(text)
+    rules = tuple(dict.fromkeys(f.rule for f in found))
+    if vault.config.get("evidence", "secrets", "redact") == "refuse":
+        from memrepo.errors import InvalidData, Problem
+        raise InvalidData([Problem(where, f"line {f.line}", f.message()) for f in found],
+                          "nothing was saved as evidence ([evidence] secrets = \"refuse\"): remove the credentials "
+                          "from the text, or set secrets = \"redact\" to store it with them replaced")
+    return Stored(clean, rules)
+
+
+def save_evidence(vault: Vault, texts: list[str | Stored], *, why: str = "tool results") -> tuple[list[Saved], str | None]:
+    """Keep each text as evidence (each passes :func:`as_stored` first, unless given as
+    :class:`Stored`); returns what was saved (in order) and the commit, if any."""
     from memrepo.store import git
     limit = int(vault.config.get("evidence", "max_file_bytes", 1048576))
+    texts = [t.text if isinstance(t, Stored) else as_stored(vault, t, where=f"text {n}").text
+             for n, t in enumerate(texts, start=1)]
     saved: dict[str, Saved] = {}
     files: dict[str, bytes] = {}
     out = []

@@ -60,10 +60,12 @@ class Pruned:
     cleared: tuple[dict[str, Any], ...] = ()
     commit: str | None = None
     outside_git: tuple[str, ...] = field(default_factory=tuple)
+    redacted: tuple[dict[str, Any], ...] = ()   # results stored with credentials replaced
 
     def report(self) -> dict[str, Any]:
         return {"chars_before": self.chars_before, "chars_after": self.chars_after, "trimmed": list(self.trimmed),
-                "cleared": list(self.cleared), "evidence_commit": self.commit, "outside_git": list(self.outside_git)}
+                "cleared": list(self.cleared), "evidence_commit": self.commit, "outside_git": list(self.outside_git),
+                "redacted": list(self.redacted)}
 
 
 def size(messages: list[dict[str, Any]]) -> int:
@@ -118,12 +120,17 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
     before = size(messages)
     start, end = protected_bounds(messages, options.keep_last_assistants)
     slots = _slots(messages, start, end)
-    pointer = {id(s): evidence.POINTER_PREFIX + evidence.digest(s.text)[:evidence.POINTER_HEX] for s in slots}
+    stored: dict[int, evidence.Stored] = {}   # slot -> its text as evidence keeps it (scanned, redacted)
+
+    def pointer_of(s: _Slot) -> str:
+        if id(s) not in stored:
+            stored[id(s)] = evidence.as_stored(vault, s.text, where=f"transcript message {s.message}")
+        return stored[id(s)].pointer
     trimmed, cleared, touched = [], [], []
     for s in slots:
         if len(s.text) > options.soft_chars and len(s.text) > options.head + options.tail + len(TRIMMED):
             tail = s.text[-options.tail:] if options.tail else ""
-            s.set(s.text[:options.head] + TRIMMED + tail + TRIM_NOTE.format(chars=len(s.text), pointer=pointer[id(s)]))
+            s.set(s.text[:options.head] + TRIMMED + tail + TRIM_NOTE.format(chars=len(s.text), pointer=pointer_of(s)))
             trimmed.append(s)
             touched.append(s)
     target = options.hard_ratio * before
@@ -132,7 +139,7 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
         if current <= target:
             break
         was = len(text_of(s.holder[s.key])) if isinstance(s.holder[s.key], str) else 0
-        placeholder = CLEARED.format(pointer=pointer[id(s)])
+        placeholder = CLEARED.format(pointer=pointer_of(s))
         if was <= len(placeholder):
             continue
         s.set(placeholder)
@@ -140,11 +147,13 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
         cleared.append(s)
         if all(t is not s for t in touched):
             touched.append(s)
-    saved, commit = evidence.save_evidence(vault, [s.text for s in touched]) if touched else ([], None)
+    saved, commit = evidence.save_evidence(vault, [stored[id(s)] for s in touched]) if touched else ([], None)
     where = {id(s): v for s, v in zip(touched, saved)}
     def row(s: _Slot) -> dict[str, Any]:
-        return {"message": s.message, "chars": len(s.text), "evidence": pointer[id(s)], "path": where[id(s)].path}
+        return {"message": s.message, "chars": len(s.text), "evidence": pointer_of(s), "path": where[id(s)].path}
     outside = tuple(dict.fromkeys(v.pointer for v in saved if not v.in_git))
     gone = {id(s) for s in cleared}
+    redacted = tuple({"message": s.message, "evidence": pointer_of(s), "rules": list(stored[id(s)].rules)}
+                     for s in touched if stored[id(s)].rules)
     return Pruned(out, before, size(messages), tuple(row(s) for s in trimmed if id(s) not in gone),
-                  tuple(row(s) for s in cleared), commit, outside)
+                  tuple(row(s) for s in cleared), commit, outside, redacted)
