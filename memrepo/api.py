@@ -46,6 +46,8 @@ _OWNERS = {
     "import_openclaw": "memrepo.agents.openclaw", "export_openclaw": "memrepo.agents.openclaw",
     "export_jsonl": "memrepo.agents.openclaw",
     "prune": "memrepo.agents.prune", "save_evidence": "memrepo.agents.evidence", "get_evidence": "memrepo.agents.evidence",
+    "policy_report": "memrepo.review.policy", "accept_policy": "memrepo.review.policy",
+    "pending_policy": "memrepo.review.policy",
     "current_agent": "memrepo.team.scopes", "private_vault": "memrepo.team.scopes",
     "visible_vaults": "memrepo.team.scopes", "list_memories": "memrepo.team.scopes",
     "propose": "memrepo.team.propose", "policy_for": "memrepo.team.propose",

@@ -96,7 +96,8 @@ def test_state_override_is_high_risk(vault):
 def test_risk_policy_is_configurable(vault):
     cfg = vault.root / ".memrepo/config.toml"
     cfg.write_text('[risk]\nhigh_kinds = ["policy"]\nsupersede_is_high = false\nhigh_tags = ["#权限"]\n')
-    git(vault.root, "commit", "-q", "-am", "relax risk policy")
+    from memrepo.review import policy
+    policy.accept(vault, why="relax risk policy")  # lowering review takes a person's acceptance
     v = Vault(vault.root)
     assert memories.add(v, {"kind": "constraint", "layer": "L3", "summary": "c"}, "").commit  # now low
     assert memories.add(v, {"kind": "knowledge", "tags": ["#权限"], "summary": "t"}, "").proposal  # tag is high

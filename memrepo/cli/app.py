@@ -125,6 +125,8 @@ EXAMPLES: dict[str, str] = {
     "schedule": "memrepo schedule\nmemrepo schedule --kind systemd --at 02:30 --install",
     "hooks": "memrepo hooks install",
     "hooks install": "memrepo hooks install",
+    "policy": "memrepo policy\nmemrepo policy --json",
+    "policy accept": "memrepo policy accept --why \"constraints are reviewed in the pull request\"",
     "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
     "context": "memrepo context --subject project-alpha --budget 4000",
     "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
@@ -175,6 +177,9 @@ proposals_app = typer.Typer(help="List open review proposals, or push one for a 
 hooks_app = typer.Typer(help="Install or run memrepo's git hooks.", rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(proposals_app, name="proposals")
 app.add_typer(hooks_app, name="hooks")
+from memrepo.cli.policy import policy_app  # noqa: E402  (a command group of its own module)
+
+app.add_typer(policy_app, name="policy")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
 app.add_typer(hook_app, name="hook", hidden=True)
 
@@ -882,6 +887,11 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
     lines += [f"  not pushed {ref}: {why}" for ref, why in result.not_pushed.items()]
     lines += [f"  {n}" for n in result.notes]
     _out(result.as_dict(), as_json, "\n".join(lines))
+    if result.unreviewed and not as_json:
+        typer.echo(f"warning: {remote}'s commits brought {len(result.unreviewed)} change(s) past review "
+                   "(memrepo keeps the reviewed policy; 'memrepo validate' lists them):", err=True)
+        for problem in result.unreviewed:
+            typer.echo(f"  {problem}", err=True)
     if not result.pushed:
         raise typer.Exit(1)
 
@@ -1023,7 +1033,8 @@ def hooks_install(as_json: bool = JsonOpt):
     from memrepo.team import sync as team
     with _vault() as vault:
         lines = list(hooks.install(vault.root)) + list(team.install_driver(vault))
-    _out({"installed": lines}, as_json, "\n".join(lines))
+        notes = team.fetch_records(vault)  # a fresh clone takes the review records it lacks
+    _out({"installed": lines, "notes": notes}, as_json, "\n".join(lines + notes))
 
 
 @hook_app.command("pre-commit")

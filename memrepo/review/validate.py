@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from memrepo.config import CONFIG_PATH
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.review import gate, risk
@@ -55,7 +56,9 @@ def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None 
     rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high, progress=progress)
     problems += check_rows(rows, RowSet(rows))
     report = gate.audit(vault, high)
-    return GateReport(sorted(set(problems + report.problems)), report.overrides)
+    from memrepo.review import policy
+    problems += [p.problem() for p in policy.pending(vault)]  # the review policy is audited like memories
+    return GateReport(sorted(set(problems + report.problems)), report.overrides + policy.acceptances(vault))
 
 
 def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None,
@@ -113,10 +116,13 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
         return []
     catalog = vault.catalog(sync=False)
     catalog.sync(head)
-    changes = git.diff_index(vault.root, "HEAD", cached=True, paths=MEMORY_ROOTS, index_file=index_file)
+    changes = git.diff_index(vault.root, "HEAD", cached=True, paths=[*MEMORY_ROOTS, CONFIG_PATH], index_file=index_file)
     rows, problems, deleted_paths = [], [], []
     with git.BlobReader(vault.root) as reader:
         for ch in changes:
+            if ch.path == CONFIG_PATH:
+                problems += _check_policy_change(vault, reader.read(ch.sha) if ch.status != "D" else b"")
+                continue
             if ch.status == "D":
                 deleted_paths.append(ch.path)
                 continue
@@ -139,6 +145,19 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
     problems += check_rows([r for r, _ in rows], overlay, deleted=deleted)
     problems += _check_review_gate(vault, catalog, rows, merge_head)
     return sorted(set(problems))
+
+
+def _check_policy_change(vault: Vault, staged: bytes) -> list[Problem]:
+    """A staged config.toml that lowers the review policy is a high-risk change: refused unless
+    a person accepted that very file (``memrepo policy accept`` commits and records it)."""
+    from memrepo.config import parse_policy_text, policy_weakenings
+    from memrepo.store import policy
+    if policy.blob_id(staged) in policy.accepted(vault.root):
+        return []
+    return [Problem(CONFIG_PATH, key, (
+        f"lowering the review policy is a high-risk change ({what}): accept it with "
+        "'memrepo policy accept --why TEXT' (it commits the file and records who accepted it), or leave it out"))
+        for key, what in policy_weakenings(vault.config, parse_policy_text(staged.decode("utf-8", "replace")))]
 
 
 def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> list[Problem]:

@@ -101,7 +101,7 @@ def head_ref(root: Path) -> str | None:
 
 
 _OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock",
-              "memrepo-trusted")
+              "memrepo-trusted", "memrepo-policy.json")
 
 
 @lru_cache(maxsize=256)

@@ -19,7 +19,7 @@ from memrepo import config as config_mod
 from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
-from memrepo.store import faults, git, incoming
+from memrepo.store import faults, git, incoming, policy
 from memrepo.store.files import atomic_write, copy_tree  # (callers import atomic_write from here too)
 from memrepo.store.lock import locked
 
@@ -105,9 +105,20 @@ class Vault:
 
     @property
     def config(self) -> config_mod.Config:
+        """The configuration in force: ``config.toml`` as written, except that a change lowering
+        the review policy ([risk], [arbitration]) counts only once a person accepted it
+        (:mod:`memrepo.store.policy`; ``raw_config`` is the file as written)."""
         if self._config is None:
-            self._config = config_mod.load(self.root)
+            raw = self.raw_config()
+            main_ref = f"refs/heads/{raw.get('vault', 'main_branch', 'main')}"
+            path = self.root / config_mod.CONFIG_PATH
+            data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+            self._config = policy.in_force(self.root, main_ref, git.resolve(self.root, main_ref), raw, data)
         return self._config
+
+    def raw_config(self) -> config_mod.Config:
+        """``.memrepo/config.toml`` as written in the working tree (checked, with its warnings)."""
+        return config_mod.load(self.root)
 
     @property
     def main_branch(self) -> str:
@@ -353,7 +364,8 @@ class Vault:
                branch: str | None = None, ref: str | None = None, parent: str | None = None,
                merge: Iterable[str] = (), expect: str | None = None,
                also: Iterable[git.RefChange] = (), reason: str | None = None,
-               files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = ()) -> CommitResult:
+               files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = (),
+               adopt: Iterable[str] = ()) -> CommitResult:
         """Commit files onto ``branch`` (or the full ``ref``) as one write transaction (caller
         holds the lock): journal, commit object, then ``ref`` (compare-and-swap against its
         old tip; ``expect`` guards that tip too) and every ``also`` ref in ONE ref transaction,
@@ -361,7 +373,8 @@ class Vault:
 
         ``files`` are other paths as raw bytes (None deletes): citation records, a merged
         remote's files; the catalog then catches up from git instead of from ``writes``, unless
-        ``parsed`` holds the parsed memory of every memory file in ``files``.
+        ``parsed`` holds the parsed memory of every memory file in ``files``. ``adopt`` names
+        paths whose uncommitted working-tree content is what ``files`` commits (not refused as dirty).
         """
         writes, deletes = list(writes), list(deletes)
         ref = ref or f"refs/heads/{branch or self.main_branch}"
@@ -379,7 +392,8 @@ class Vault:
         incoming.check_paths(changes)
         if checked_out:
             self._refuse_links(list(changes))
-            self._refuse_dirty(list(changes))
+            adopted = set(adopt)
+            self._refuse_dirty([p for p in changes if p not in adopted])
             git.wait_index_unlocked(self.root)
         also = list(also)
         moved = [ref] + [c.ref for c in also]
@@ -402,6 +416,8 @@ class Vault:
         if ref == self.main_ref and old == self._trusted:  # checked above, path by path
             incoming.remember_clean(self.root, sha)
             self._trusted = sha
+        if ref == self.main_ref and config_mod.CONFIG_PATH not in changes:
+            policy.carry_forward(self.root, old, sha)  # the policy in force did not change
         if checked_out:
             self._update_checkout(changes)
         faults.point("commit-after-checkout")
