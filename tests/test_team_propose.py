@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from tests.conftest import git
 from tests.test_team_scopes import cli
 
 ARBITRATION = '''

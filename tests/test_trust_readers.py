@@ -4,7 +4,6 @@ names it by path and field; none ends in a traceback, and the good memories stay
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import tempfile

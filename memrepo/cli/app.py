@@ -321,11 +321,12 @@ def log(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = Json
 
 @app.command()
 def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (default: the whole vault)."),
+             require_signed: bool = typer.Option(False, "--require-signed", help="Also require a good signature (git's own check) on every commit that made a high-risk memory active or changed the review policy."),
              as_json: bool = JsonOpt):
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     from memrepo.review import validate as v
     with _vault() as vault:
-        report = v.validate_vault(vault, progress=_progress("validate")) if not paths else None
+        report = v.validate_vault(vault, progress=_progress("validate"), require_signed=require_signed) if not paths else None
         problems = report.problems if report else v.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:

@@ -12,7 +12,7 @@ import json
 import warnings
 from typing import Any, Callable, Literal
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, TextContent
 
 from memrepo import api
@@ -46,6 +46,19 @@ class Memory:
 
     def close(self) -> None:
         self.vault.close()
+
+    @staticmethod
+    def client(ctx) -> str | None:
+        """The client's name from its MCP initialize request (``clientInfo.name``)."""
+        try:
+            info = ctx.session.client_params.clientInfo if ctx is not None and ctx.session.client_params else None
+        except (AttributeError, ValueError):
+            return None
+        return info.name if info is not None and info.name else None
+
+    def writer(self, ctx) -> str:
+        """Who an MCP write is recorded as: the --agent name, else the client's own name."""
+        return self.agent or self.client(ctx) or "mcp-client"
 
     def private(self) -> list:
         """The agent's private vault, if it has one (opened per call: it may appear any time)."""
@@ -110,28 +123,35 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                      fact: str | None = None, layer: Literal["L1", "L2", "L3", "L4"] | None = None,
                      tags: list[str] | None = None, evidence: list[str] | None = None,
                      links: list[str] | None = None, session: str | None = None,
-                     source: Literal["user", "model-inference", "tool"] = "user",
-                     scope: Literal["shared"] | None = None, confidence: float | None = None) -> CallToolResult:
+                     source: Literal["user", "model-inference", "tool"] = "model-inference",
+                     scope: Literal["shared"] | None = None, confidence: float | None = None,
+                     ctx: Context | None = None) -> CallToolResult:
         """Write one memory: short, hard, reusable (a decision with its reason, a constraint, a preference,
         project state, an evidence pointer such as evidence:<sha> or path#L10-L20), never raw output.
-        `source`: user (the user said it), tool (a tool showed it), model-inference (your own conclusion).
+        `source` says what you can vouch for: model-inference (the default: your own conclusion), tool (a
+        tool's output showed it), user (only when you quote what the user said). The memory is recorded as
+        yours (your agent name), never as the user's.
         Low-risk L1 entries become active at once; constraints, policies, permissions, overrides of an active
         fact, your own inferences and anything above L1 go to review: the answer says pending_review and
         the proposal id, and the memory is not active until a person applies it.
         `scope: "shared"` proposes to the team's shared pool instead (as `memrepo propose`): a fact needs
         subject + fact, knowledge (kind knowledge/pattern/principle) needs `confidence`; the pool reinforces
-        a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy."""
+        a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy; above L1 it
+        goes to review too."""
+        agent = state.writer(ctx)
         fields = {"summary": summary, "subject": subject, "kind": kind, "fact": fact, "layer": layer,
-                  "tags": tags, "evidence": evidence, "links": links, "session": session, "source": source}
+                  "tags": tags, "evidence": evidence, "links": links, "session": session, "source": source,
+                  "x-written-via": f"MCP client {state.client(ctx) or 'unnamed'}"}
 
         def run():
-            if scope == "shared":
-                return api.propose(vault, {**fields, "confidence": confidence}, body, agent=state.agent).as_dict()
             level = layer or "L1"
-            review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {level} "
+            review = (f"written by agent {agent} into long-term layer {level} "
                       "(long-term layers change only through review)") if level != "L1" else None
+            if scope == "shared":
+                return api.propose(vault, {**fields, "confidence": confidence}, body, agent=agent, review=review,
+                                   as_agent=True).as_dict()
             return api.add(vault, {**fields, "layer": level, "confidence": confidence}, body,
-                           author=state.agent, review=review).as_dict()
+                           author=agent, review=review, agent=agent).as_dict()
         return _result(run)
 
     @server.tool()

@@ -29,6 +29,7 @@ from memrepo.store.vault import Vault
 BRANCH_PREFIX = "proposal/"
 APPLIED_PREFIX = "refs/memrepo/applied/"
 REJECTED_PREFIX = "refs/memrepo/rejected/"
+PROPOSED_PREFIX = "refs/memrepo/proposed/"  # the activation commit 'push' made (what a forge merge may bring)
 _TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
 _REVERTS_RE = re.compile(r"^This reverts (?:the part of )?commit ([0-9a-f]{40})", re.MULTILINE)
 MODES = MERGE_MODES
@@ -68,7 +69,8 @@ def new_proposal_id(memories: list[Memory]) -> str:
 
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
-           deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False) -> Proposal:
+           deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False,
+           agent: str | None = None) -> Proposal:
     """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock).
 
     ``checked``: the caller has already checked each memory on its own and its id against
@@ -91,7 +93,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
     vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
-                 parent=base, reason=f"memrepo: propose {pid}")
+                 parent=base, reason=f"memrepo: propose {pid}", agent=agent)
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
@@ -134,7 +136,8 @@ def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str 
                   + (f", fact {meta['fact']}" if meta.get("fact") else "") + f"): {meta.get('summary')}",
                   f"  Risk: {meta.get('risk', 'high')}: {reason}",
                   f"1. Triggered by: {meta.get('author', 'unknown')} (source: {meta.get('source')}"
-                  + (f", session {meta['session']}" if meta.get("session") else "") + ")",
+                  + (f", session {meta['session']}" if meta.get("session") else "")
+                  + (f", written through {meta['x-written-via']}" if meta.get("x-written-via") else "") + ")",
                   *_supersedes_lines(vault, m),
                   "3. Evidence: " + ("; ".join(meta.get("evidence", ())) or "none given"),
                   "4. Affects: " + ("; ".join([*meta.get("affects", ()), *(f"cited by {a}" for a in affected)])
@@ -290,8 +293,9 @@ def _merged_on_main(vault: Vault) -> dict[str, list[str]]:
     tip has it (one more call, only when such a branch's memories are all on main)."""
     prefix = "refs/heads/" + BRANCH_PREFIX
     main = vault.main_ref
+    recorded = set(git.refs(vault.root, PROPOSED_PREFIX).values())  # activations memrepo made, not look-alikes
     activating = {ref: (tip, trailers(message)) for ref, (tip, message) in git.ref_messages(vault.root, prefix).items()
-                  if trailers(message).get("Memrepo-Action") == "activate"}
+                  if tip in recorded}
     if not activating:
         return {}
     merged: dict[str, list[str]] = {ref: [] for ref in git.ref_messages(vault.root, prefix, merged_into=main)
@@ -551,6 +555,7 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
         _add_activation(vault, proposal)
     try:
         git.push_branch(vault.root, remote, proposal.branch)
+        git.push(vault.root, remote, [f"{PROPOSED_PREFIX}{proposal.id}:{PROPOSED_PREFIX}{proposal.id}"])
     except GitError as e:
         raise GitError(f"pushing {proposal.branch} to {remote} failed (nothing was forced): {e}") from None
     return proposal.branch
@@ -593,5 +598,7 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
                f"the memories become active and what they supersede becomes superseded.\n\n"
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n")
     with vault.lock(reentrant=True):
+        # recorded as memrepo's own activation by a ref (the audit trusts no commit message)
         vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
-                     expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")
+                     expect=proposal.tip, reason=f"memrepo: activate {proposal.id}",
+                     also=[git.RefChange(PROPOSED_PREFIX + proposal.id, git.NEW_COMMIT, None)])

@@ -21,6 +21,7 @@ from memrepo.store.vault import Vault, render_bytes
 DEFAULT_SUBJECT = "general"
 DEFAULT_KIND = {"L1": "event", "L2": "pattern", "L3": "principle", "L4": "identity"}
 SUMMARY_CHARS = 120
+IMPORTED = "refs/memrepo/imported/"  # one record per import commit (memrepo.review.gate)
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,12 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
-        push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
+        push: bool = False, remote: str = "origin", review: str | None = None, agent: str | None = None) -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal.
 
     ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
-    write into a long-term layer, for instance."""
+    write into a long-term layer, for instance. ``agent``: an agent writes it (through MCP):
+    the agent is the commit's author, not the person whose git identity runs it."""
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
     unwritable = text_problems(memory)
@@ -101,11 +103,12 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
-        return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")))
+        return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")),
+                            agent=agent)
 
 
 def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
-                 review: str | None = None, given_id: bool = True) -> WriteResult:
+                 review: str | None = None, given_id: bool = True, agent: str | None = None) -> WriteResult:
     """The rest of :func:`add` for a caller that already holds the vault lock on main.
 
     ``given_id`` False says the id was just generated: no open proposal can carry it, so the
@@ -127,13 +130,14 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
         from memrepo.review import proposals
         _check_alone(vault, memory)
         faults.point("add-checked")
-        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True)
+        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True,
+                                    agent=agent)
         return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                            decision.level, decision.reason, memory.supersedes)
     writes = [memory] + _superseded(vault, decision.supersedes, memory)
     vault.check_new(writes)
     faults.point("add-checked")
-    result = vault.commit(writes=writes, message=message_for("add", memory))
+    result = vault.commit(writes=writes, message=message_for("add", memory), agent=agent)
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
 
@@ -305,7 +309,9 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
         faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
-        result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message)
+        record = git.RefChange(IMPORTED + new_id().replace("mem_", "imp_", 1), git.NEW_COMMIT, None)
+        result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message,
+                              also=[record])  # the record, not the message, tells the audit it was an import
     if progress:
         progress(len(items), len(items))
     return ImportResult(len(good), result.commit, None, tuple(problems))

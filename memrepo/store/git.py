@@ -243,11 +243,11 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
     never pointed at a real branch: given ``from``, it would move the branch even where that
     drops commits.
     """
-    name, email = author or identity(root)
     stamp = f"{int(time.time())} +0000"
-    who = f"{name} <{email}> {stamp}".encode()
+    committer = "{} <{}> {}".format(*identity(root), stamp).encode()
+    who = "{} <{}> {}".format(*author, stamp).encode() if author else committer
     stream = [b"commit " + scratch.encode() + b"\n", b"mark :1\n",
-              b"author " + who + b"\n", b"committer " + who + b"\n", _data(message.encode())]
+              b"author " + who + b"\n", b"committer " + committer + b"\n", _data(message.encode())]
     if parent:
         stream.append(f"from {parent}\n".encode())
     stream.extend(f"merge {sha}\n".encode() for sha in merge)
@@ -259,7 +259,47 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
             stream.append(b"M 100644 inline " + quoted + b"\n" + _data(payload))
     stream.append(b"\nget-mark :1\ndone\n")
     out = _run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
-    return out.strip().splitlines()[-1]
+    sha = out.strip().splitlines()[-1]
+    return _signed_copy(root, sha) if signs_commits(root) else sha
+
+
+@lru_cache(maxsize=64)
+def signs_commits(root: Path) -> bool:
+    """True when git is told to sign every commit here (``commit.gpgSign``): memrepo's own
+    commits are signed then too, so ``validate --require-signed`` can pass."""
+    return _run(root, "config", "--bool", "commit.gpgSign", check=False).strip() == "true"
+
+
+def _signed_copy(root: Path, sha: str) -> str:
+    """The same commit (tree, parents, author, committer, message) signed with the user's key
+    (``git commit-tree -S``: fast-import cannot sign)."""
+    raw = _run_bytes(root, "cat-file", "commit", sha)
+    head, _, message = raw.partition(b"\n\n")
+    tree, parents, people = "", [], {}
+    for line in head.decode("utf-8", "surrogateescape").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "tree":
+            tree = value
+        elif key == "parent":
+            parents.append(value)
+        elif key in ("author", "committer"):
+            name, _, rest = value.partition(" <")
+            email, _, date = rest.partition("> ")
+            people[key] = (name, email, date)
+    env = {f"GIT_{who.upper()}_{part}": value for who, (name, email, date) in people.items()
+           for part, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
+    args = ["commit-tree", "-S", tree, *[a for p in parents for a in ("-p", p)]]
+    return _run(root, *args, input=message, env=env).strip()
+
+
+def signatures(root: Path, shas: Iterable[str]) -> dict[str, str]:
+    """commit -> git's signature check letter (``G`` good; ``N`` none; ``B`` bad; ``U`` good
+    with an unknown key; ``E`` cannot be checked; ...), for many commits in one call."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    out = _run(root, "log", "--no-walk=unsorted", "--format=%H %G?", *wanted)
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
 @dataclass(frozen=True)
@@ -614,6 +654,16 @@ def merge_commit_of(root: Path, commit: str, rev: str) -> str | None:
 
 def set_config(root: Path, key: str, value: str) -> None:
     _run(root, "config", key, value)
+
+
+def config_values(root: Path, key: str) -> list[str]:
+    """Every value of a multi-valued git config key (``remote.origin.fetch``)."""
+    return _run(root, "config", "--get-all", key, check=False).splitlines()
+
+
+def add_config(root: Path, key: str, value: str) -> None:
+    """Add one more value to a multi-valued git config key (in the repository's own config)."""
+    _run(root, "config", "--add", key, value)
 
 
 def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:

@@ -22,11 +22,12 @@ class BadJson(ValueError):
 def loads(data: str | bytes, *, where: str, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value of ``data``; :class:`BadJson` naming ``where`` for anything else."""
     if isinstance(data, bytes):
+        raw = data
         try:
-            data = data.decode("utf-8")
+            data = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            line = data[:e.start].count(b"\n") + 1
-            raise BadJson(f"{where}: byte {data[e.start]:#04x} on line {line} is not UTF-8; send UTF-8 JSON") from None
+            line = raw[:e.start].count(b"\n") + 1
+            raise BadJson(f"{where}: byte {raw[e.start]:#04x} on line {line} is not UTF-8; send UTF-8 JSON") from None
     try:
         value = json.loads(data)
     except json.JSONDecodeError as e:
@@ -46,7 +47,7 @@ def _depth_over(value: Any, limit: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children = item.values()
+            children = list(item.values())
         elif isinstance(item, list):
             children = item
         else:

@@ -15,6 +15,7 @@ when nothing moved, and a walk of the new commits only when main moved otherwise
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -43,8 +44,8 @@ def blob_id(data: bytes) -> str:
 
 
 def accepted(root: Path) -> set[str]:
-    """The config.toml blobs a person accepted (the names of the records)."""
-    return {ref.removeprefix(RECORDS) for ref in git.refs(root, RECORDS)}
+    """The config.toml blobs a person accepted (the names of the records, here or as fetched)."""
+    return {ref.rsplit("/", 1)[-1] for ref in git.refs(root, RECORDS, "refs/memrepo/remote/*/policy/*")}
 
 
 def history(root: Path, main_ref: str, since: str | None = None) -> list[tuple[str, str]]:
@@ -105,8 +106,9 @@ def carry_forward(root: Path, old: str | None, new: str) -> None:
 def _records_stamp(root: Path) -> list:
     """A fingerprint of the records (their folder and packed-refs), read without running git."""
     gitdir = os.path.join(root, ".git")
-    stamp = []
-    for name in (os.path.join(gitdir, "refs", "memrepo", "policy"), os.path.join(gitdir, "packed-refs")):
+    stamp: list[list[int] | None] = []
+    remotes = sorted(glob.glob(os.path.join(gitdir, "refs", "memrepo", "remote", "*", "policy")))
+    for name in (os.path.join(gitdir, "refs", "memrepo", "policy"), os.path.join(gitdir, "packed-refs"), *remotes):
         try:
             st = os.stat(name)
             stamp.append([st.st_ino, st.st_size, st.st_mtime_ns])

@@ -365,7 +365,7 @@ class Vault:
                merge: Iterable[str] = (), expect: str | None = None,
                also: Iterable[git.RefChange] = (), reason: str | None = None,
                files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = (),
-               adopt: Iterable[str] = ()) -> CommitResult:
+               adopt: Iterable[str] = (), agent: str | None = None) -> CommitResult:
         """Commit files onto ``branch`` (or the full ``ref``) as one write transaction (caller
         holds the lock): journal, commit object, then ``ref`` (compare-and-swap against its
         old tip; ``expect`` guards that tip too) and every ``also`` ref in ONE ref transaction,
@@ -375,6 +375,8 @@ class Vault:
         remote's files; the catalog then catches up from git instead of from ``writes``, unless
         ``parsed`` holds the parsed memory of every memory file in ``files``. ``adopt`` names
         paths whose uncommitted working-tree content is what ``files`` commits (not refused as dirty).
+        ``agent``: the commit's author is that agent (with the person's email: they run it);
+        the committer stays the person.
         """
         writes, deletes = list(writes), list(deletes)
         ref = ref or f"refs/heads/{branch or self.main_branch}"
@@ -403,8 +405,9 @@ class Vault:
             "paths": list(changes) if checked_out else [],
             "locks": git.lock_files(self.root, moved + [scratch], deleting=True, index=checked_out)})
         faults.point("commit-before-objects")
+        author = (agent, git.identity(self.root)[1]) if agent else None
         sha = git.write_commit(self.root, parent=parent or old, changes=changes, message=message,
-                               merge=merge, scratch=scratch)
+                               merge=merge, scratch=scratch, author=author)
         faults.point("commit-after-objects")
         try:
             git.update_refs(self.root, [git.RefChange(ref, sha, old)] + [c.resolved(sha) for c in also],

@@ -25,6 +25,7 @@ from typing import Any
 from memrepo.errors import InvalidMemory, MemrepoError, Problem
 from memrepo.model import Memory, now_iso
 from memrepo.review import risk, writes
+from memrepo.store import git
 from memrepo.store.vault import Vault
 from memrepo.team import scopes
 
@@ -111,9 +112,15 @@ def _rank(vault: Vault, agent: str | None) -> int:
 
 # ------------------------------------------------------------------ propose
 
-def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | None = None) -> ProposeResult:
-    """Propose one memory to the shared pool; the pool reinforces, writes, arbitrates or asks a person."""
+def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | None = None,
+            review: str | None = None, as_agent: bool = False) -> ProposeResult:
+    """Propose one memory to the shared pool; the pool reinforces, writes, arbitrates or asks a person.
+
+    ``review`` (a reason) sends a new value, or one that would replace the active value, to a
+    person whatever the policy says (an agent's write into a long-term layer: the same rule as
+    its private writes). ``as_agent``: the agent is the author of the commits too."""
     agent = scopes.current_agent(agent) or writes.default_author(vault)
+    committer = agent if as_agent else None
     fields = {k: v for k, v in fields.items() if v not in (None, (), [])}
     _refuse_incomplete(fields)
     memory = writes.build({**fields, "author": agent, "scope": "shared"}, body, author=agent)
@@ -122,11 +129,11 @@ def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str 
         vault.require_main_checkout()
         current = _current(vault, memory)
         if current is None:
-            return _written(writes.write_locked(vault, memory))
+            return _written(writes.write_locked(vault, memory, review=review, agent=committer))
         threshold = float(vault.config.get("arbitration", "duplicate_similarity", 0.85))
         if similarity(value_of(current), value_of(memory)) >= threshold:
-            return _reinforce(vault, current, memory, agent)
-        return _arbitrate(vault, current, memory, agent)
+            return _reinforce(vault, current, memory, agent, committer)
+        return _arbitrate(vault, current, memory, agent, review=review, committer=committer)
 
 
 def _refuse_incomplete(fields: dict[str, Any]) -> None:
@@ -178,25 +185,42 @@ def _written(result: writes.WriteResult) -> ProposeResult:
     return ProposeResult("written", result.id, reason=result.risk_reason or "")
 
 
-def _reinforce(vault: Vault, current: Memory, proposed: Memory, agent: str) -> ProposeResult:
-    step = float(vault.config.get("arbitration", "reinforce_step", 0.1))
+def reviewed(vault: Vault, memory: Memory) -> bool:
+    """True for a memory a person reviewed (it came through a proposal, or it is high risk under
+    the policy and so could only become active through review): its content is fixed."""
+    from memrepo.review.gate import high_risk_reason
+    return bool(memory.meta.get("proposal")) or high_risk_reason(dict(memory.meta), vault.config) is not None
+
+
+def _reinforce(vault: Vault, current: Memory, proposed: Memory, agent: str, committer: str | None = None) -> ProposeResult:
+    """The same value again: a ``reinforced_by`` record; for a memory nobody reviewed, also more
+    weight and the proposer's evidence. A reviewed memory's evidence, weight and body are what a
+    person approved: a re-proposal never changes them (its evidence goes into the commit message)."""
     now = now_iso()
-    weight = round(min(1.0, float(current.meta.get("weight") or 0.5) + step), 4)
-    evidence = list(dict.fromkeys([*current.meta.get("evidence", ()), *proposed.meta.get("evidence", ())]))
-    cites = list(dict.fromkeys([*current.meta.get("cites", ()), *proposed.meta.get("cites", ())]))
     # The same agent twice within one second: one record (the schema wants unique items).
     record = list(dict.fromkeys([*current.meta.get("reinforced_by", ()), f"{agent} {now}"]))
-    updated = current.evolve(weight=weight, evidence=evidence or None, cites=cites or None,
-                             reinforced_by=record, updated=now)
+    offered = [e for e in proposed.meta.get("evidence", ()) if e not in current.meta.get("evidence", ())]
+    if reviewed(vault, current):
+        updated = current.evolve(reinforced_by=record, updated=now)
+        note = (f"{agent} proposed the same value of a reviewed memory: recorded, nothing else changed"
+                + (f"; evidence offered (not added): {', '.join(offered)}" if offered else "") + ".")
+    else:
+        step = float(vault.config.get("arbitration", "reinforce_step", 0.1))
+        weight = round(min(1.0, float(current.meta.get("weight") or 0.5) + step), 4)
+        evidence = list(dict.fromkeys([*current.meta.get("evidence", ()), *proposed.meta.get("evidence", ())]))
+        cites = list(dict.fromkeys([*current.meta.get("cites", ()), *proposed.meta.get("cites", ())]))
+        updated = current.evolve(weight=weight, evidence=evidence or None, cites=cites or None,
+                                 reinforced_by=record, updated=now)
+        note = f"{agent} proposed the same value; weight {current.meta.get('weight', 'unset')} -> {weight}."
     vault.check_new([updated])
-    message = writes.message_for("reinforce", updated, extra={"Memrepo-Reinforced-By": agent},
-                                 body=f"{agent} proposed the same value; weight {current.meta.get('weight', 'unset')} -> {weight}.")
-    vault.commit(writes=[updated], message=message)
+    message = writes.message_for("reinforce", updated, extra={"Memrepo-Reinforced-By": agent}, body=note)
+    vault.commit(writes=[updated], message=message, agent=committer)
     return ProposeResult("reinforced", current.id, reinforced=current.id,
                          reason=f"same value as active {current.id}: reinforced by {agent}")
 
 
-def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> ProposeResult:
+def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str, *, review: str | None = None,
+               committer: str | None = None) -> ProposeResult:
     subject, fact = proposed.meta["subject"], proposed.meta.get("fact")
     policy = policy_for(vault, subject, fact)
     config = vault.config
@@ -206,7 +230,7 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
     rival = current.meta.get("author", "unknown")
     wins = policy == "latest" or (policy == "authority" and _rank(vault, agent) <= _rank(vault, rival))
     what = f"({subject}, {fact})" if fact else f"{subject} {proposed.meta['kind']}"
-    if wins and not others.high and not high_kind:
+    if wins and not others.high and not high_kind and not review:
         reason = f"arbitration ({policy}): {agent}'s value replaces {current.id} by {rival} for {what}"
         new = proposed.evolve(status="active", supersedes=current.id, risk="low", risk_reason=reason,
                               rollback_point=vault.head())
@@ -215,9 +239,10 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
         message = writes.message_for("arbitrate", new, extra={"Memrepo-Policy": policy, "Memrepo-Supersedes": current.id},
                                      body=f"Conflict on {what}: {current.meta.get('summary')!r} ({rival}) -> "
                                           f"{proposed.meta.get('summary')!r} ({agent}); policy {policy}.")
-        vault.commit(writes=[new, old], message=message)
+        record = git.RefChange(f"refs/memrepo/arbitrated/{new.id}", git.NEW_COMMIT, None)
+        vault.commit(writes=[new, old], message=message, also=[record], agent=committer)  # the record tells the audit
         return ProposeResult("superseded", new.id, superseded=current.id, policy=policy, reason=reason)
-    why = ("high-risk kind always goes to review" if high_kind else others.reason if others.high
+    why = (review if review else "high-risk kind always goes to review" if high_kind else others.reason if others.high
            else f"{agent} ranks below {rival}" if policy == "authority" else "policy review: a person decides")
     reason = (f"conflict on {what}: {agent} proposes {proposed.meta.get('summary')!r}, active {current.id} by {rival} "
               f"says {current.meta.get('summary')!r} (arbitration: {policy}; {why})")
@@ -225,5 +250,5 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
     pending = proposed.evolve(status="pending_review", supersedes=current.id, risk="high", risk_reason=reason)
     from memrepo.team import citations
     cited = citations.citers(vault, current.id)
-    proposal = proposals.create(vault, [pending], reason=reason, affected=cited)
+    proposal = proposals.create(vault, [pending], reason=reason, affected=cited, agent=committer)
     return ProposeResult("proposed", pending.id, proposal=proposal.id, policy=policy, reason=reason)

@@ -29,7 +29,9 @@ ATTEMPTS = 5
 CITATIONS = "citations/"
 APPLIED, REJECTED = "refs/memrepo/applied/", "refs/memrepo/rejected/"
 POLICY = "refs/memrepo/policy/"   # review-policy files a person accepted (memrepo.review.policy)
-RECORDS = (("applied", APPLIED), ("rejected", REJECTED), ("policy", POLICY))  # travel with every sync
+RECORDS = (("applied", APPLIED), ("rejected", REJECTED), ("policy", POLICY),  # travel with every sync
+           ("proposed", "refs/memrepo/proposed/"), ("imported", "refs/memrepo/imported/"),
+           ("arbitrated", "refs/memrepo/arbitrated/"))
 
 
 @dataclass
@@ -66,7 +68,14 @@ def install_driver(vault: Vault, python: str | None = None) -> list[str]:
     if missing:
         attributes.parent.mkdir(parents=True, exist_ok=True)
         attributes.write_text(text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n", encoding="utf-8")
-    return ["merge driver: memories/** and archive/** merge by meaning (merge.memrepo)"]
+    done = ["merge driver: memories/** and archive/** merge by meaning (merge.memrepo)"]
+    for remote in git.remotes(vault.root):
+        fetched = git.config_values(vault.root, f"remote.{remote}.fetch")
+        wanted = [f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS]
+        for spec in [w for w in wanted if w not in fetched]:
+            git.add_config(vault.root, f"remote.{remote}.fetch", spec)
+        done.append(f"{remote}: git fetch and git pull also bring memrepo's review records (refs/memrepo/)")
+    return done
 
 
 def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> SyncResult:
@@ -397,9 +406,11 @@ def _adopt_proposals(vault: Vault, remote: str, result: SyncResult) -> None:
                 result.notes.append(f"proposal {pid} from {remote} not taken: {bad[0][0]}: {bad[0][1]}")
                 continue
             git.update_refs(root, [git.RefChange(local, sha, None)], reason=f"memrepo: proposal {pid} from {remote}")
+    recorded = set(git.refs(root, "refs/memrepo/proposed/").values())
     for ref, sha in git.refs(root, "refs/heads/proposal/").items():
         pid = ref.removeprefix("refs/heads/proposal/")
-        if not _closed(root, pid) and main and git.is_ancestor(root, sha, main):
+        # merged on a forge: applied, when the tip is an activation memrepo recorded (not a look-alike)
+        if not _closed(root, pid) and main and sha in recorded and git.is_ancestor(root, sha, main):
             merged = git.merge_commit_of(root, sha, main)
             if merged:
                 git.update_refs(root, [git.RefChange(APPLIED + pid, merged, None)], reason=f"memrepo: {pid} merged into main")
