@@ -22,9 +22,9 @@ GLOBAL_OPTIONS = ("--vault", "--agent")
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
-    "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
-    "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
-    "or MEMREPO_LOCK_TIMEOUT). --vault and --json may stand before or after the command; with "
+    "3 not found; 4 conflict (stale proposal, already applied); 5 invalid data "
+    "(a memory, import line or file); 75 busy, nothing written, retry later (lock wait: lock_timeout in config.toml "
+    "or MEMREPO_LOCK_TIMEOUT; --request-id makes a retry safe). --vault and --json may stand before or after the command; with "
     "--json an error is {\"error\": {\"code\", \"message\", \"problems\"}} on stdout."
 )
 
@@ -257,6 +257,8 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         remote: str = typer.Option("origin", help="Remote for --push."),
         files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
         skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
+        request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key (a job or turn id): run again with the same key, the first write's result is returned and nothing is written twice."),
+        call_id: Optional[str] = typer.Option(None, "--call-id", hidden=True, help="Named in the commit (the background server's client finds the write by it)."),
         as_json: bool = JsonOpt):
     """Write one memory. Low risk commits to main; high risk becomes a review proposal.
 
@@ -265,7 +267,8 @@ def add(subject: Optional[str] = typer.Option(None, help="Entity the memory is a
         given = [name for name, value in (("--subject", subject), ("--fact", fact), ("--kind", kind), ("--layer", layer),
                  ("--summary", summary), ("--source", source), ("--tag", tag), ("--link", link), ("--evidence", evidence),
                  ("--affects", affects), ("--session", session), ("--scope", scope), ("--weight", weight),
-                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body))
+                 ("--confidence", confidence), ("--expires", expires), ("--id", memory_id), ("--body", body),
+                 ("--request-id", request_id))
                  if value not in (None, [])]
         return _add_files(files, given, author=author, skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
     return _run("add", {k: v for k, v in locals().items() if k != "given"})
@@ -819,6 +822,7 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
             affects: List[str] = typer.Option([], "--affects", help="Behaviour this memory changes (repeatable)."),
             session: Optional[str] = typer.Option(None, help="Agent session id."),
             memory_id: Optional[str] = typer.Option(None, "--id", help="Id to use (default: generated)."),
+            request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key: run again with the same key, the first write's result is returned and nothing is written twice."),
             as_json: bool = JsonOpt):
     """Propose a memory to the shared pool: duplicates reinforce, conflicts go to arbitration."""
     from memrepo.team import propose as team
@@ -828,7 +832,7 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
               "source": source, "tags": tag, "links": link, "cites": cite, "evidence": evidence, "affects": affects,
               "session": session, "weight": weight, "confidence": confidence}
     with _vault() as vault:
-        result = team.propose(vault, fields, body, agent=state.agent)
+        result = team.propose(vault, fields, body, agent=state.agent, request_id=request_id)
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
              "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
              "proposed": f"{result.id} -> proposal {result.proposal} (review: memrepo review {result.proposal})"}[result.outcome]

@@ -105,7 +105,8 @@ def checked_option(name: str, value):
 # ------------------------------------------------------------------ write
 
 def add(*, subject, fact, kind, layer, summary, source, author, tag, link, evidence, affects, session, scope,
-        weight, confidence, expires, memory_id, body, push, remote, files, skip_invalid, as_json) -> None:
+        weight, confidence, expires, memory_id, body, push, remote, files, skip_invalid, as_json,
+        request_id=None, call_id=None) -> None:
     if files:  # hand-written files: the typer command's _add_files (memrepo/cli/app.py) writes them
         raise BadParameter("--file")
     from memrepo.review import writes as memories
@@ -118,13 +119,39 @@ def add(*, subject, fact, kind, layer, summary, source, author, tag, link, evide
     with vault() as v:
         if scope is not None:
             from memrepo.team import scopes
-            result = scopes.add(v, fields, body, agent=state.agent, author=author, push=push, remote=remote)
+            result = scopes.add(v, fields, body, agent=state.agent, author=author, push=push, remote=remote,
+                                request_id=request_id, call_id=call_id)
         else:
-            result = memories.add(v, fields, body, author=author, push=push, remote=remote)
+            result = memories.add(v, fields, body, author=author, push=push, remote=remote, request_id=request_id,
+                                  call_id=call_id)
+    _report_add(result, push=push, remote=remote, as_json=as_json)
+
+
+def _report_add(result, *, push: bool, remote: str, as_json: bool) -> None:
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
     if push and result.proposal:
         where += f"; pushed branch proposal/{result.proposal} to {remote}: open a pull request from it"
     out(result.as_dict(), as_json, f"{result.id} {result.status} ({result.risk} risk: {result.risk_reason}) -> {where}")
+
+
+STOPPED_UNWRITTEN = ("memrepo: the background server stopped during the call before anything was written "
+                     "(nothing was written); run the command again")
+
+
+def settle_add(*, vault_path: str | None, call_id: str, push: bool, remote: str, as_json: bool) -> int:
+    """The answer to an ``add`` the background server was killed during: the write it made
+    (found by its call id once a killed write is finished), exit 0; or that nothing was
+    written, exit 75 (busy: run it again)."""
+    from memrepo.review import requests
+    from memrepo.review import writes as memories
+    state.vault_path, state.json = vault_path, as_json
+    with vault() as v:
+        commit = requests.find_call(v, call_id)
+        if commit is None:
+            echo(STOPPED_UNWRITTEN, err=True)
+            return 75
+        _report_add(memories.result_of(v, commit), push=push, remote=remote, as_json=as_json)
+    return 0
 
 
 # ------------------------------------------------------------------ search

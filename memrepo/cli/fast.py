@@ -35,9 +35,14 @@ def main(argv: list[str] | None = None) -> int:
             from memrepo.cli import daemon
             command = daemon.eligible(argv)
             if command:
+                if command in daemon.WRITES and "--call-id" not in argv and "--file" not in argv:
+                    import uuid
+                    argv = [*argv, "--call-id", uuid.uuid4().hex]   # the server's write is named by it
                 served = daemon.call(argv, command)
                 if isinstance(served, int):
                     return served
+                if served == daemon.STOPPED:
+                    return _settle(argv)
         code = run(argv)
         if code is not None:
             if served == "absent":
@@ -45,6 +50,22 @@ def main(argv: list[str] | None = None) -> int:
             return code
     from memrepo.cli.app import main as typer_main
     return typer_main(argv)
+
+
+def _settle(argv: list[str]) -> int:
+    """The server died during an add: report the write it made, or that nothing was written."""
+    from memrepo.cli import commands, output
+    from memrepo.errors import MemrepoError
+    call = parse(argv)
+    if call is None:
+        commands.echo(commands.STOPPED_UNWRITTEN, err=True)
+        return 75
+    _name, glob, params, as_json = call
+    try:
+        return commands.settle_add(vault_path=glob["vault"], call_id=params["call_id"], push=params["push"],
+                                   remote=params["remote"], as_json=as_json or glob["as_json"])
+    except MemrepoError as e:
+        return output.report_error(e, as_json=as_json)
 
 
 def run(argv: list[str]) -> int | None:

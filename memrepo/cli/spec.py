@@ -33,6 +33,8 @@ COMMANDS = {
         {'name': 'remote', 'kind': 'option', 'opts': ['--remote'], 'secondary': [], 'type': 'str', 'flag': False, 'multiple': False, 'default': 'origin', 'required': False, 'envvar': None, 'min': None, 'acts': False},
         {'name': 'files', 'kind': 'option', 'opts': ['--file'], 'secondary': [], 'type': 'path', 'flag': False, 'multiple': True, 'default': [], 'required': False, 'envvar': None, 'min': None, 'acts': False},
         {'name': 'skip_invalid', 'kind': 'option', 'opts': ['--skip-invalid'], 'secondary': [], 'type': 'bool', 'flag': True, 'multiple': False, 'default': False, 'required': False, 'envvar': None, 'min': None, 'acts': False},
+        {'name': 'request_id', 'kind': 'option', 'opts': ['--request-id'], 'secondary': [], 'type': 'str', 'flag': False, 'multiple': False, 'default': None, 'required': False, 'envvar': None, 'min': None, 'acts': False},
+        {'name': 'call_id', 'kind': 'option', 'opts': ['--call-id'], 'secondary': [], 'type': 'str', 'flag': False, 'multiple': False, 'default': None, 'required': False, 'envvar': None, 'min': None, 'acts': False},
         {'name': 'as_json', 'kind': 'option', 'opts': ['--json'], 'secondary': [], 'type': 'bool', 'flag': True, 'multiple': False, 'default': False, 'required': False, 'envvar': None, 'min': None, 'acts': False},
     ],
     'search': [

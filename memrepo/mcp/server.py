@@ -125,7 +125,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                      links: list[str] | None = None, session: str | None = None,
                      source: Literal["user", "model-inference", "tool"] = "model-inference",
                      scope: Literal["shared"] | None = None, confidence: float | None = None,
-                     ctx: Context | None = None) -> CallToolResult:
+                     request_id: str | None = None, ctx: Context | None = None) -> CallToolResult:
         """Write one memory: short, hard, reusable (a decision with its reason, a constraint, a preference,
         project state, an evidence pointer such as evidence:<sha> or path#L10-L20), never raw output.
         `source` says what you can vouch for: model-inference (the default: your own conclusion), tool (a
@@ -137,7 +137,8 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         `scope: "shared"` proposes to the team's shared pool instead (as `memrepo propose`): a fact needs
         subject + fact, knowledge (kind knowledge/pattern/principle) needs `confidence`; the pool reinforces
         a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy; above L1 it
-        goes to review too."""
+        goes to review too. `request_id` (e.g. your turn id): call again with the same id after a timeout and
+        you get the first call's answer; nothing is written twice."""
         agent = state.writer(ctx)
         fields = {"summary": summary, "subject": subject, "kind": kind, "fact": fact, "layer": layer,
                   "tags": tags, "evidence": evidence, "links": links, "session": session, "source": source,
@@ -149,9 +150,9 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
                       "(long-term layers change only through review)") if level != "L1" else None
             if scope == "shared":
                 return api.propose(vault, {**fields, "confidence": confidence}, body, agent=agent, review=review,
-                                   as_agent=True).as_dict()
+                                   as_agent=True, request_id=request_id).as_dict()
             return api.add(vault, {**fields, "layer": level, "confidence": confidence}, body,
-                           author=agent, review=review, agent=agent).as_dict()
+                           author=agent, review=review, agent=agent, request_id=request_id).as_dict()
         return _result(run)
 
     @server.tool()

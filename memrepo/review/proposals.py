@@ -70,7 +70,7 @@ def new_proposal_id(memories: list[Memory]) -> str:
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
            deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False,
-           agent: str | None = None) -> Proposal:
+           agent: str | None = None, request_id: str | None = None, call_id: str | None = None) -> Proposal:
     """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock).
 
     ``checked``: the caller has already checked each memory on its own and its id against
@@ -92,8 +92,10 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
                f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
+    from memrepo.review import requests
+    message += "".join(f"{k}: {v}\n" for k, v in requests.trailers(request_id, call_id).items())
     vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
-                 parent=base, reason=f"memrepo: propose {pid}", agent=agent)
+                 parent=base, reason=f"memrepo: propose {pid}", agent=agent, also=requests.record(request_id))
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)

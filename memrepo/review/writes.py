@@ -89,12 +89,17 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
-        push: bool = False, remote: str = "origin", review: str | None = None, agent: str | None = None) -> WriteResult:
+        push: bool = False, remote: str = "origin", review: str | None = None, agent: str | None = None,
+        request_id: str | None = None, call_id: str | None = None) -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal.
 
     ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
     write into a long-term layer, for instance. ``agent``: an agent writes it (through MCP):
-    the agent is the commit's author, not the person whose git identity runs it."""
+    the agent is the commit's author, not the person whose git identity runs it. ``request_id``
+    (an idempotency key): a retry with the same key returns the first write's result. ``call_id``
+    is only named in the commit (how a caller that lost the answer finds out what was written)."""
+    from memrepo.review import requests
+    request_id = requests.checked(request_id)
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
     _refuse_given_status(fields)
     unwritable = text_problems(memory)
@@ -103,12 +108,30 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory)
     with vault.lock():
         vault.require_main_checkout()
+        done = requests.recorded(vault, request_id)
+        if done:
+            return result_of(vault, done)
         return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")),
-                            agent=agent)
+                            agent=agent, request_id=request_id, call_id=call_id)
+
+
+def result_of(vault: Vault, commit: str) -> WriteResult:
+    """The result a write that made ``commit`` returned (a retried request answers with it)."""
+    from memrepo.review.proposals import trailers
+    t = trailers(git.commits(vault.root, [commit])[commit].body)
+    memory_id = t.get("Memrepo-Id") or t.get("Memrepo-Ids", "").split(",")[0]
+    path = vault.find_path(memory_id, commit)
+    if path is None:
+        raise InvalidMemory([], f"the commit {commit[:12]} recorded for this request holds no memory {memory_id!r}")
+    m = vault.read_at(commit, path).meta
+    proposal = t.get("Memrepo-Proposal") if t.get("Memrepo-Action") == "propose" else None
+    return WriteResult(memory_id, path, str(m.get("status")), None if proposal else commit, proposal,
+                       m.get("risk"), m.get("risk_reason"), m.get("supersedes"))
 
 
 def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
-                 review: str | None = None, given_id: bool = True, agent: str | None = None) -> WriteResult:
+                 review: str | None = None, given_id: bool = True, agent: str | None = None,
+                 request_id: str | None = None, call_id: str | None = None) -> WriteResult:
     """The rest of :func:`add` for a caller that already holds the vault lock on main.
 
     ``given_id`` False says the id was just generated: no open proposal can carry it, so the
@@ -131,13 +154,15 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
         _check_alone(vault, memory)
         faults.point("add-checked")
         proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True,
-                                    agent=agent)
+                                    agent=agent, request_id=request_id, call_id=call_id)
         return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                            decision.level, decision.reason, memory.supersedes)
     writes = [memory] + _superseded(vault, decision.supersedes, memory)
     vault.check_new(writes)
     faults.point("add-checked")
-    result = vault.commit(writes=writes, message=message_for("add", memory), agent=agent)
+    from memrepo.review import requests
+    message = message_for("add", memory, extra=requests.trailers(request_id, call_id))
+    result = vault.commit(writes=writes, message=message, agent=agent, also=requests.record(request_id))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
-from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
+from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import faults, git, incoming, policy
@@ -421,8 +421,8 @@ class Vault:
             self._trusted = sha
         if ref == self.main_ref and config_mod.CONFIG_PATH not in changes:
             policy.carry_forward(self.root, old, sha)  # the policy in force did not change
-        if checked_out:
-            self._update_checkout(changes)
+        if checked_out and not self._checkout_follows(sha, changes):
+            return CommitResult(sha, tuple(sorted(changes)))  # committed: the next command brings the checkout
         faults.point("commit-after-checkout")
         self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
@@ -469,6 +469,24 @@ class Vault:
         if self._catalog is not None:
             self._catalog.sync(new)
         return CommitResult(new, tuple(sorted(changes)))
+
+    def _checkout_follows(self, sha: str, changes: dict[str, bytes | None]) -> bool:
+        """Bring the checkout to a commit that is already on its branch; False, with a warning,
+        when git's index stays taken (a person's git holds ``index.lock``): the write stands and
+        says so, and the journal is kept, so the next memrepo command finishes the checkout
+        (the pre-commit hook refuses a commit meanwhile). A write that was committed never
+        reports "failed"."""
+        try:
+            self._update_checkout(changes)
+            return True
+        except (GitError, OSError) as e:
+            import warnings
+
+            from memrepo.errors import CheckoutBehind
+            warnings.warn(CheckoutBehind(
+                f"committed {sha[:12]}, but the checkout could not follow yet ({e}); the next memrepo command "
+                "(or 'memrepo recover') brings it along once git's index.lock is released"), stacklevel=3)
+            return False
 
     def _write_journal(self, journal: dict) -> None:
         path = self._journal_path()
