@@ -125,7 +125,7 @@ def test_a_clone_of_a_hostile_vault_is_refused_before_anything_is_read(shared, t
     assert not marker.exists()
 
 
-# ------------------------------------------------------------ case 11: readers never follow a link
+# ------------------------------------------------------------ readers never follow a link
 
 def test_evidence_is_never_read_through_a_symlink(vault, tmp_path):
     """A symlink made in the working tree (not committed) is refused by the reader itself."""
@@ -156,7 +156,7 @@ def test_a_symlinked_memory_file_is_never_read(vault, tmp_path):
         assert "Traceback" not in proc.stderr
 
 
-# ------------------------------------------------------------ case 10: the user's umask
+# ------------------------------------------------------------ the user's umask
 
 def modes(root: Path) -> dict[str, int]:
     return {p.relative_to(root).as_posix(): stat.S_IMODE(p.lstat().st_mode)
