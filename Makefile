@@ -12,7 +12,7 @@ $(BIN)/python:
 # Byte-compile the package once: the CLI starts on every agent turn, and an environment that
 # sets PYTHONDONTWRITEBYTECODE would otherwise recompile memrepo's sources on every call.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[claude]'
 	$(BIN)/python -m compileall -q memrepo
 	touch $@
 

@@ -71,6 +71,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # Monthly clean-up of expired memories: "demote" (L2-L4 back to L1, L1 archived) or "archive".
     "cleanup": {"policy": "demote"},
+    # Claude's memory tool (memrepo.agents.memory_tool): the longest file it writes, and what
+    # delete does ("archive": the memory moves to archive/; "remove": the file goes; git keeps both).
+    "memory_tool": {"max_file_chars": 16000, "delete": "archive"},
     # Search: semantic = false turns the meaning-based half of the ranking off (keywords only);
     # ann_above: vector snapshots of this many rows get an ANN index (0: the default, 20,000).
     "search": {"semantic": True, "ann_above": 0},
@@ -93,6 +96,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("decay", "protected_layers"): LAYERS, ("decay", "lending_statuses"): STATUSES,
     ("cleanup", "policy"): ("demote", "archive"),
     ("evidence", "secrets"): ("redact", "refuse"),
+    ("memory_tool", "delete"): ("archive", "remove"),
     ("arbitration", "default"): ("latest", "authority", "review"),
 }
 # Keys whose shape their owner checks, with the file and key in its message (a list of tables).
@@ -105,6 +109,7 @@ RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
     **{(t, k): (1, None) for t in ("distill", "promote") for k in ("window_days", "min_occurrences", "max_per_subject", "max_per_run")},
     ("arbitration", "duplicate_similarity"): (0.0, 1.0), ("arbitration", "reinforce_step"): (0.0, 1.0),
     ("decay", "rounds"): (1, None), ("decay", "half_life_days"): (0.001, None),
+    ("memory_tool", "max_file_chars"): (1, None),
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 LAYERS = ("L1", "L2", "L3", "L4")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
-SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush")
+SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush", "agent")
 KINDS = ("event", "checkpoint", "decision", "constraint", "policy", "permission", "preference", "state",
          "knowledge", "pattern", "principle", "identity")  # the schema's enum (a test keeps them equal)
 CHOICES: dict[str, tuple[str, ...]] = {"layer": LAYERS, "kind": KINDS, "status": STATUSES, "source": SOURCES}

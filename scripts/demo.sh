@@ -126,4 +126,14 @@ echo "(the analyst's private note is not in the executor's list, nor on the serv
 run git --git-dir "$SERVER" log --all --oneline
 cd "$V"
 
+step "11. Claude: the memory tool through the Anthropic SDK, and Claude Code's hooks (English and 中文)"
+run python3 "$SCRIPTS/claude_session.py" "$V" "$WORK/claude"
+run git log --oneline -12
+run memrepo proposals
+run memrepo search "支付 验收标准"
+
 step "Done. The vault was $V (deleted on exit)."
+UI_VAULT="${TMPDIR:-/tmp}/memrepo-demo-vault"   # a copy that outlives the tour, for the web page
+rm -rf "$UI_VAULT" && cp -a "$V" "$UI_VAULT"
+step "11. See it in a browser (proposals, diffs, history, graph): a copy is kept at $UI_VAULT"
+echo "  $(command -v memrepo) ui --vault $UI_VAULT"

@@ -139,3 +139,19 @@ def test_prompt_in_english_and_chinese(vault):
         assert section in en.stdout and section in zh.stdout
     assert "短、硬、可复用" in zh.stdout and "short, hard and reusable" in en.stdout
     assert (vault.root / "prompts" / "flush.zh.md").is_file()  # the vault carries its own, editable copy
+
+
+def test_cycles_without_a_session_never_drop_another_sessions_entries(vault):
+    """Without --session, cycle 1 of one session and cycle 1 of the next are told apart by what
+    they say: the same text again is the same flush (written once), other text is written."""
+    first = memrepo(vault, "flush", "--cycle", "1", "--json", stdin=TEMPLATE)
+    assert first.returncode == 0 and json.loads(first.stdout)["written"] == 2
+    other = json.dumps({"what": "Second session: the deploy window moved to Friday", "decision": "Deploy on Friday"})
+    second = memrepo(vault, "flush", "--cycle", "1", stdin=other)
+    assert second.returncode == 0, second.stderr
+    assert "Deploy on Friday" in {r["summary"] for r in vault.list()}
+    assert "--session" in second.stderr  # says how to tell sessions apart
+    again = memrepo(vault, "flush", "--cycle", "1", "--json", stdin=other)
+    data = json.loads(again.stdout)
+    assert data["written"] == 0 and data["reason"] == "cycle already flushed"
+    assert sum(r["summary"] == "Deploy on Friday" for r in vault.list()) == 1

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memrepo"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-SUBPACKAGES = ("store", "review", "retrieval", "lifecycle", "agents", "team", "mcp", "cli")
+SUBPACKAGES = ("store", "review", "retrieval", "lifecycle", "agents", "team", "oversight", "mcp", "cli", "ui")
 
 # Lower rank never imports higher rank; equal-ranked packages never import each other.
 RANK = {
@@ -20,8 +20,10 @@ RANK = {
     "review": 2, "retrieval": 2,
     "lifecycle": 3,
     "agents": 4, "team": 4,
+    "oversight": 4.5,   # a person's views (inbox, card, memory page): compose agents and team
     "api": 5,
     "mcp": 6,   # the MCP server: thin over the api
+    "ui": 6,    # memrepo ui, a web page over the api (below the CLI, which starts it)
     "cli": 7,   # may import everything below, so `memrepo mcp` can start the server
     "entry": 8,
 }
@@ -136,7 +138,7 @@ def test_no_import_cycles_even_through_lazy_imports():
             visit(name)
 
 
-INTERFACE = {"cli", "mcp", "entry"}
+INTERFACE = {"cli", "mcp", "ui", "entry"}
 
 
 @pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
@@ -157,8 +159,35 @@ def test_only_document_imports_yaml():
     assert owners("yaml") == {"memrepo.store.document"}
 
 
+def test_the_ui_speaks_only_to_the_api_and_the_value_modules():
+    """Every piece of data and every action of the web page is a call of memrepo.api."""
+    for path in MODULES:
+        me = module_name(path)
+        if layer(me) != "ui":
+            continue
+        wrong = {i for i in internal(path) if layer(i) not in ("ui", "api", "values")}
+        assert not wrong, f"{me} imports {wrong}: the ui goes through memrepo.api"
+
+
+def test_only_the_ui_imports_the_web_stack():
+    """Starlette, Uvicorn, Jinja2, MarkupSafe and markdown-it-py belong to memrepo/ui alone, and
+    the CLI imports the ui package only inside the ui command (per-turn commands stay fast)."""
+    for package in ("starlette", "uvicorn", "jinja2", "markupsafe", "markdown_it"):
+        assert {m for m in owners(package)} <= {m for m in KNOWN if m.startswith("memrepo.ui")}, package
+    cli_ui = PACKAGE / "cli" / "ui.py"
+    top_level = {node.module for node in tree(cli_ui).body if isinstance(node, ast.ImportFrom) and node.module}
+    assert not any(m.startswith("memrepo.ui") for m in top_level), "cli/ui.py imports the web page at start-up"
+
+
 def test_only_the_mcp_server_imports_the_mcp_sdk():
     assert owners("mcp") == {"memrepo.mcp.server"}
+
+
+def test_only_claude_memory_imports_the_anthropic_sdk():
+    """The Anthropic SDK is an optional extra: one module owns it, and nothing imports that module
+    but the api's lazy name (so memrepo runs without the SDK)."""
+    assert owners("anthropic") == {"memrepo.agents.claude_memory"}
+    assert {module_name(p) for p in MODULES if "memrepo.agents.claude_memory" in internal(p)} == set()
 
 
 def test_only_foreign_imports_frontmatter():

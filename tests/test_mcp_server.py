@@ -20,7 +20,7 @@ from memrepo import api  # noqa: E402
 from memrepo.mcp.server import build_server  # noqa: E402
 
 TOOLS = {"memory_recall", "memory_search", "memory_get", "memory_write", "memory_flush", "memory_history",
-         "memory_why", "proposals_list"}
+         "memory_why", "proposals_list", "memory"}
 
 
 def data(result) -> dict:

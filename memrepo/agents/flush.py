@@ -6,7 +6,10 @@ The model's output is JSON (one entry or a list) or markdown in the template
 by ``---``). Each entry becomes an L1 memory of today's daily log (``source: flush``) through
 the normal write path: low-risk entries in one commit, high-risk ones (constraints, overrides)
 on one proposal. A cycle is flushed at most once: the commit carries a
-``Memrepo-Flush-Cycle`` trailer, so the record lives in git, not in derived state.
+``Memrepo-Flush-Cycle`` trailer, so the record lives in git, not in derived state. Without a
+session, cycle numbers of different sessions look alike, so a repeat is one only when it also
+says the same thing (``Memrepo-Flush-Digest``); other text under a known cycle is written, with
+a notice to pass ``--session``.
 Entries must be short, hard and reusable; a raw dump is refused with a pointer to evidence.
 """
 from __future__ import annotations
@@ -34,6 +37,7 @@ META_KEYS = ("subject", "fact", "kind", "tags", "links")
 SILENT = ("", "NO_REPLY")
 CYCLE_TRAILER = "Memrepo-Flush-Cycle"
 SESSION_TRAILER = "Memrepo-Flush-Session"
+DIGEST_TRAILER = "Memrepo-Flush-Digest"
 _POINTER_RE = re.compile(r"evidence:[0-9a-f]{6,64}|https?://[^\s)>\]]+|[\w./-]+#L\d+(?:-L?\d+)?|\bmem_\d{8}_[a-z0-9]+\b")
 _SEPARATOR_RE = re.compile(r"^\s*---+\s*$", re.MULTILINE)
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s*(.+?)\s*$")
@@ -73,6 +77,7 @@ class FlushResult:
     proposal: str | None = None
     reason: str | None = None
     skipped: tuple[Problem, ...] = field(default_factory=tuple)
+    notice: str | None = None
 
     @property
     def silent(self) -> bool:
@@ -85,6 +90,8 @@ class FlushResult:
                                "skipped": [str(p) for p in self.skipped]}
         if self.reason:
             out["reason"] = self.reason
+        if self.notice:
+            out["notice"] = self.notice
         return out
 
 
@@ -144,7 +151,7 @@ def _from_markdown(text: str) -> list[Entry]:
         for line in chunk.splitlines():
             heading = _HEADING_RE.match(line)
             if heading:
-                current = _section_of(heading.group(1))
+                current = section_of(heading.group(1))
                 if current is not None:
                     sections.setdefault(current, [])
                     continue
@@ -162,7 +169,7 @@ def _from_markdown(text: str) -> list[Entry]:
     return entries
 
 
-def _section_of(title: str) -> str | None:
+def section_of(title: str) -> str | None:
     """``What``, ``What（事实）``, ``事实``, ``Decision (决策)`` ... -> the section name."""
     word = re.split(r"[\s(（:：]", title.strip(), maxsplit=1)[0].lower()
     return _HEADING_WORDS.get(word) or _HEADING_WORDS.get(title.strip().lower())
@@ -222,15 +229,23 @@ def _memory(entry: Entry, *, session: str | None, author: str, created: str) -> 
     return build(fields, entry.body(), author=author, source="flush")
 
 
-def flushed_commit(vault: Vault, cycle: str, session: str | None) -> str | None:
-    """The commit on main that recorded this (session, cycle), if any (read from git)."""
+def digest(entries: list[Entry]) -> str:
+    """What a flush says, as a short hash: tells a repeat from another session's same cycle number."""
+    import hashlib
+    return hashlib.sha256("\n---\n".join(e.body() for e in entries).encode("utf-8")).hexdigest()[:16]
+
+
+def flushed_commit(vault: Vault, cycle: str, session: str | None, said: str | None = None) -> str | None:
+    """The commit on main that recorded this (session, cycle), if any (read from git). Without
+    a session, the commit must also have said the same (``said``: its digest) when one is given."""
     from memrepo.review.proposals import trailers
     from memrepo.store import git
     entries = git.log(vault.root, vault.main_ref, extra=["--fixed-strings", f"--grep={CYCLE_TRAILER}: {cycle}"])
     for e in entries:
         t = trailers(e.body)
         if t.get(CYCLE_TRAILER) == cycle and t.get(SESSION_TRAILER, "") == (session or ""):
-            return e.commit
+            if session or said is None or t.get(DIGEST_TRAILER) == said:
+                return e.commit
     return None
 
 
@@ -245,7 +260,8 @@ def flush(vault: Vault, text: str, *, cycle: str, session: str | None = None, au
     if not cycle or "\n" in cycle:
         raise UsageError("--cycle must name the compaction cycle (one line), e.g. the runtime's compaction count")
     entries = [e for e in parse(text) if not e.empty]
-    done = flushed_commit(vault, cycle, session) if entries else None
+    said = digest(entries)
+    done = flushed_commit(vault, cycle, session, said) if entries else None
     if done:  # checked again under the lock; answering early spares the checks of a repeat
         return FlushResult(0, cycle, session, commit=done, reason="cycle already flushed")
     if not entries:
@@ -268,13 +284,18 @@ def flush(vault: Vault, text: str, *, cycle: str, session: str | None = None, au
         raise InvalidMemory(problems, "nothing was flushed; fix these entries or pass --skip-invalid")
     with vault.lock():
         vault.require_main_checkout()
-        done = flushed_commit(vault, cycle, session)
+        done = flushed_commit(vault, cycle, session, said)
         if done:
             return FlushResult(0, cycle, session, commit=done, reason="cycle already flushed", skipped=tuple(problems))
+        earlier = None if session else flushed_commit(vault, cycle, None)
+        notice = (f"cycle {cycle} was flushed before without a session ({earlier[:12]}) and this text differs, so it "
+                  "was written too: pass --session so each session's cycles are told apart") if earlier else None
         if not memories:
             return FlushResult(0, cycle, session, reason="no valid entries", skipped=tuple(problems))
         catalog = vault.catalog()
-        low, high, reasons = [], [], []
+        low: list[tuple[Memory, Any]] = []
+        high: list[tuple[Memory, Any]] = []
+        reasons: list[str] = []
         for memory in memories:
             decision = risk.assess(memory.meta, catalog, vault.config)
             routed = memory.evolve(status="pending_review" if decision.high else "active", risk=decision.level,
@@ -295,13 +316,13 @@ def flush(vault: Vault, text: str, *, cycle: str, session: str | None = None, au
                 writes.append(previous.evolve(status="superseded", superseded_by=m.id, updated=created))
         vault.check_new(writes)
         result = vault.commit(writes=writes, message=_message(cycle, session, who, [m for m, _ in low], proposal,
-                                                              len(high)))
+                                                              len(high), said))
     return FlushResult(len(low) + len(high), cycle, session, tuple(m.id for m, _ in low), tuple(m.id for m, _ in high),
-                       result.commit, proposal, skipped=tuple(problems))
+                       result.commit, proposal, skipped=tuple(problems), notice=notice)
 
 
 def _message(cycle: str, session: str | None, author: str, written: list[Memory], proposal: str | None,
-             pending: int) -> str:
+             pending: int, said: str) -> str:
     title = f"memrepo: flush cycle {cycle}{f' of session {session}' if session else ''}: {len(written)} entr" \
             f"{'y' if len(written) == 1 else 'ies'}" + (f", {pending} sent to review" if pending else "")
     lines = [title[:100], ""] + [f"- {m.id}: {m.meta['summary']}" for m in written]
@@ -310,6 +331,7 @@ def _message(cycle: str, session: str | None, author: str, written: list[Memory]
     lines += ["", "Memrepo-Action: flush", f"{CYCLE_TRAILER}: {cycle}"]
     if session:
         lines.append(f"{SESSION_TRAILER}: {session}")
+    lines.append(f"{DIGEST_TRAILER}: {said}")
     lines.append(f"Memrepo-Author: {author}")
     if proposal:
         lines.append(f"Memrepo-Proposal: {proposal}")

@@ -1,36 +1,41 @@
-"""OpenClaw workspaces in and out (the format is described in the README's OpenClaw section).
+"""OpenClaw workspaces in (export: :mod:`memrepo.agents.openclaw_export`; the format is
+described in docs/agents.md).
 
 Import: ``MEMORY.md`` bullets (or ``##`` sections without bullets) become L2/L3 memories,
 ``USER.md`` directives memories about ``user``, ``memory/YYYY-MM-DD*.md`` entries L1 memories
 dated by their file, and the markdown files OpenClaw imported from other assistants
-(``memory/imports/<assistant>/``) memories like ``MEMORY.md``'s, marked ``x-openclaw-import``. OpenClaw's inline comments are kept (``importance`` -> ``weight``,
-``trigger`` -> tags, ``project`` -> ``x-openclaw-project``, ``observed``/``status``). Ids are
-derived from the entry's file, section and text, so importing the same workspace twice adds
-nothing; curated entries also carry a positional fact key, so an entry edited in place
-supersedes its old version.
+(``memory/imports/<assistant>/``) memories like ``MEMORY.md``'s, marked ``x-openclaw-import``.
+OpenClaw's inline comments are kept (``importance`` -> ``weight``, ``trigger`` -> tags,
+``project`` -> ``x-openclaw-project``, ``observed``/``status``). Ids are derived from the
+entry's file, section and text (or taken from the ``<!-- memrepo: ID -->`` note an export
+wrote), so importing the same workspace twice adds nothing; an entry edited in place
+supersedes its old version (curated entries carry a positional fact key for that).
 
-Export writes ``MEMORY.md``, ``USER.md`` and ``memory/YYYY-MM-DD.md`` from the active
-memories, most important first, within OpenClaw's per-file budgets; what does not fit is
-named on a pointer line.
+A workspace comes from outside: files are read without following symlinks (a link is
+refused by name, as bytes that are not UTF-8 are), and nothing is imported unless every file
+could be read. An entry keeps its place in its file (``x-openclaw-position``), a daily note's
+YAML front matter is read as front matter (its tags apply to the note's entries, the text is
+kept to be written back), and a date is recorded only where the workspace gives one.
 """
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
-import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from memrepo.errors import UsageError
+from memrepo.errors import InvalidData, Problem, UsageError
 from memrepo.model import Memory, now_iso
-from memrepo.store.vault import Vault, atomic_write
+from memrepo.store.vault import Vault
 
 FILE_BUDGET = 20000
 USER_BUDGET = 4000
 IMPORTS_DIR = "memory/imports"   # memory/imports/<assistant>/: what OpenClaw imported from others
-_DAILY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(.+))?\.md$")
+DAILY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(.+))?\.md$")
 _COMMENT_RE = re.compile(r"<!--\s*(.*?)\s*-->", re.S)
 _BULLET_RE = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -64,7 +69,8 @@ def _comments(text: str) -> tuple[str, dict[str, str]]:
 def entries(text: str, file: str) -> Iterator[Entry]:
     """Entries of one markdown file: each bullet (with its continuation lines) is one entry;
     a heading's text that is not bullets is one entry too."""
-    section, loose, bullet = "", [], None
+    section, bullet = "", None
+    loose: list[str] = []
     position = 0
 
     def flush_bullet():
@@ -134,11 +140,14 @@ def _day(value: str) -> str | None:
 
 
 def _record(entry: Entry, *, layer: str, kind: str, subject: str, created: str | None) -> tuple[dict[str, Any], str]:
+    from memrepo.model import is_valid_id
     from memrepo.review.writes import summary_from
     c = entry.comments
-    fields: dict[str, Any] = {"id": _derived_id(entry), "layer": layer, "kind": kind, "subject": subject,
-                              "summary": summary_from(entry.text), "created": created or now_iso(),
-                              "x-openclaw-file": entry.file}
+    origin = c.get("memrepo", "")
+    fields: dict[str, Any] = {"id": origin if is_valid_id(origin) else _derived_id(entry), "layer": layer,
+                              "kind": kind, "subject": subject, "summary": summary_from(entry.text),
+                              "created": created or now_iso(), "x-openclaw-file": entry.file,
+                              "x-openclaw-position": entry.position}
     if entry.section:
         fields["x-openclaw-section"] = entry.section
     if "importance" in c:
@@ -152,8 +161,7 @@ def _record(entry: Entry, *, layer: str, kind: str, subject: str, created: str |
         fields["x-openclaw-project"] = c["project"]
     if c.get("observed") and _day(c["observed"]):
         fields["created"] = f"{_day(c['observed'])}T00:00:00+00:00"
-    if c.get("memrepo"):
-        fields["x-memrepo-origin"] = c["memrepo"]
+        fields["x-openclaw-observed"] = _day(c["observed"])
     if c.get("status") == "superseded":
         fields["x-openclaw-status"] = "superseded"
     if layer != "L1":
@@ -163,11 +171,118 @@ def _record(entry: Entry, *, layer: str, kind: str, subject: str, created: str |
     return fields, entry.text + "\n"
 
 
-def _curated(path: Path, file: str, subject: str = "general") -> Iterator[tuple[dict[str, Any], str]]:
+# ------------------------------------------------------------------ reading files safely
+
+def _refused(rel: str, why: str) -> InvalidData:
+    return InvalidData([Problem(rel, "(file)", why)], "nothing was imported")
+
+
+def _no_links(root: Path, rel: str) -> None:
+    """Refuse ``rel`` when it, or a folder on its way below ``root``, is a symlink: the
+    workspace is someone else's folder, and a link can lead anywhere (``/etc/passwd``)."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        if (root / "/".join(parts[:i])).is_symlink():
+            where = "/".join(parts[:i])
+            raise _refused(where, "is a symlink; memrepo never follows links out of a workspace: "
+                                  "replace it with the file or folder itself")
+
+
+def read_text(root: Path, rel: str) -> str:
+    """The UTF-8 text of the workspace file ``rel``, never through a symlink."""
+    _no_links(root, rel)
+    try:
+        fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # made a link between the check and the open
+            raise _refused(rel, "is a symlink; memrepo never follows links out of a workspace") from None
+        raise _refused(rel, f"cannot be read: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise InvalidData([Problem(rel, f"line {line}", f"byte {data[e.start]:#04x} is not UTF-8; re-save the file "
+                                                         "as UTF-8")], "nothing was imported") from None
+
+
+def front_matter(text: str, rel: str) -> tuple[str | None, dict[str, Any], str]:
+    """(the raw front matter, its fields, the rest) of a workspace file: a leading ``---``
+    block is the file's metadata, never an entry. Fields that cannot be read are left out."""
+    from memrepo.store import document
+    if not text.startswith("---\n"):
+        return None, {}, text
+    close = re.search(r"^---[ \t]*$", text[4:], re.MULTILINE)
+    if close is None:
+        return None, {}, text
+    raw = text[4:4 + close.start()]
+    rest = text[4 + close.end():].removeprefix("\n")
+    try:
+        meta = document.parse(f"---\n{raw}---\n", rel).meta
+    except document.DocumentError:
+        meta = {}
+    return raw, meta, rest
+
+
+def tags_of(meta: dict[str, Any]) -> list[str]:
+    tags = meta.get("tags")
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",")]
+    return [str(t).strip() for t in tags if str(t).strip()] if isinstance(tags, list) else []
+
+
+def _listing(root: Path, rel: str) -> list[str]:
+    """The names in the workspace folder ``rel`` (none when it does not exist), never through a link."""
+    _no_links(root, rel)
+    folder = root / rel
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def _curated(root: Path, file: str, subject: str = "general") -> Iterator[tuple[dict[str, Any], str]]:
     """MEMORY.md-like entries: L3 for principles, else L2, ``kind`` guessed from the words."""
-    for e in entries(path.read_text(encoding="utf-8"), file):
+    _raw, _meta, text = front_matter(read_text(root, file), file)
+    for e in entries(text, file):
         kind = _guess_kind(e.text)
         yield _record(e, layer="L3" if kind == "principle" else "L2", kind=kind, subject=subject, created=None)
+
+
+def _daily(root: Path, name: str) -> Iterator[tuple[dict[str, Any], str]]:
+    m = DAILY_RE.match(name)
+    assert m is not None
+    rel = f"memory/{name}"
+    raw, meta, text = front_matter(read_text(root, rel), rel)
+    day, tail = m.group(1), m.group(2) or ""
+    time = f"{tail[:2]}:{tail[2:4]}:00" if re.fullmatch(r"\d{4}", tail) else "12:00:00"
+    created = f"{day}T{time}+00:00" if _day(day) else None
+    for e in entries(text, rel):
+        fields, body = _record(e, layer="L1", kind="event", subject="general", created=created)
+        if tail and not re.fullmatch(r"\d{4}", tail):
+            fields["session"] = tail
+        if raw is not None:
+            fields["x-openclaw-front-matter"] = raw
+            fields["tags"] = list(dict.fromkeys([*fields.get("tags", []), *tags_of(meta)]))
+        yield fields, body
+
+
+def _imported_files(root: Path) -> list[str]:
+    """memory/imports/<assistant>/**.md, every folder on the way checked for links."""
+    found = []
+    for assistant in _listing(root, IMPORTS_DIR):
+        if not (root / IMPORTS_DIR / assistant).is_dir() or (root / IMPORTS_DIR / assistant).is_symlink():
+            _no_links(root, f"{IMPORTS_DIR}/{assistant}")
+            continue
+        pending = [f"{IMPORTS_DIR}/{assistant}"]
+        while pending:
+            folder = pending.pop()
+            for name in _listing(root, folder):
+                rel = f"{folder}/{name}"
+                _no_links(root, rel)
+                if (root / rel).is_dir():
+                    pending.append(rel)
+                elif name.endswith(".md"):
+                    found.append(rel)
+    return sorted(found)
 
 
 def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
@@ -175,30 +290,21 @@ def read_workspace(workspace: Path) -> list[tuple[dict[str, Any], str]]:
     root = Path(workspace).expanduser()
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory; give an OpenClaw workspace (it holds MEMORY.md and memory/)")
-    out = []
-    curated = root / "MEMORY.md" if (root / "MEMORY.md").is_file() else root / "memory.md"
-    if curated.is_file():
-        out += _curated(curated, "MEMORY.md")
-    if (root / "USER.md").is_file():
-        for e in entries((root / "USER.md").read_text(encoding="utf-8"), "USER.md"):
+    out: list[tuple[dict[str, Any], str]] = []
+    names = {p.name for p in root.iterdir()}
+    curated = "MEMORY.md" if "MEMORY.md" in names else "memory.md" if "memory.md" in names else None
+    if curated:
+        out += _curated(root, curated)
+    if "USER.md" in names:
+        _raw, _meta, text = front_matter(read_text(root, "USER.md"), "USER.md")
+        for e in entries(text, "USER.md"):
             out.append(_record(e, layer="L2", kind="preference", subject="user", created=None))
-    daily = sorted(p for p in (root / "memory").glob("*.md") if _DAILY_RE.match(p.name)) if (root / "memory").is_dir() else []
-    for path in daily:
-        m = _DAILY_RE.match(path.name)
-        assert m is not None
-        day, tail = m.group(1), m.group(2) or ""
-        time = f"{tail[:2]}:{tail[2:4]}:00" if re.fullmatch(r"\d{4}", tail) else "12:00:00"
-        created = f"{day}T{time}+00:00" if _day(day) else None
-        for e in entries(path.read_text(encoding="utf-8"), f"memory/{path.name}"):
-            fields, body = _record(e, layer="L1", kind="event", subject="general", created=created)
-            if tail and not re.fullmatch(r"\d{4}", tail):
-                fields["session"] = tail
-            out.append((fields, body))
-    imports = root / IMPORTS_DIR
-    for path in sorted(imports.glob("*/**/*.md")) if imports.is_dir() else []:
-        rel = path.relative_to(root).as_posix()
-        for fields, body in _curated(path, rel):
-            out.append(({**fields, "x-openclaw-import": path.relative_to(imports).parts[0]}, body))
+    for name in _listing(root, "memory"):
+        if DAILY_RE.match(name):
+            out += _daily(root, name)
+    for rel in _imported_files(root):
+        for fields, body in _curated(root, rel):
+            out.append(({**fields, "x-openclaw-import": rel.split("/")[2]}, body))
     return out
 
 
@@ -229,21 +335,31 @@ def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None)
             fields.pop("fact", None)
         fields.update(source="import", risk="low", risk_reason="import from an OpenClaw workspace by a person",
                       status=status)
-        memories.append(build(fields, body, author=who, source="import"))
+        memories.append((build(fields, body, author=who, source="import"), body))
     with vault.lock():
         vault.require_main_checkout()
         catalog = vault.catalog()
         writes, new, replaced, unchanged = [], [], [], 0
         seen: set[str] = set()
-        for m in memories:
-            origin = m.meta.get("x-memrepo-origin")
-            if catalog.with_id(m.id) or m.id in seen or (origin and catalog.with_id(str(origin))):
+        for m, body in memories:
+            edited = None
+            if catalog.with_id(m.id):
+                edited = _edited(vault, m.id, body)
+                if edited is None:
+                    unchanged += 1
+                    continue
+                m = m.evolve(id=_derived_id(Entry(str(m.meta["x-openclaw-file"]), str(m.meta.get("x-openclaw-section", "")),
+                                                  body.strip())))
+                if catalog.with_id(m.id):
+                    unchanged += 1
+                    continue
+            if m.id in seen:
                 unchanged += 1
                 continue
             seen.add(m.id)
             old = catalog.active_for(m.meta["subject"], m.meta["fact"]) if m.meta.get("fact") else []
-            if old:
-                previous = vault.read_at(vault.main_ref, old[0].path)
+            previous = vault.read_at(vault.main_ref, old[0].path) if old else edited
+            if previous is not None and previous.meta.get("status") == "active" and m.meta["status"] == "active":
                 writes.append(previous.evolve(status="superseded", superseded_by=m.id, updated=now_iso()))
                 m = m.evolve(supersedes=previous.id)
                 replaced.append(previous.id)
@@ -258,122 +374,11 @@ def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None)
     return ImportResult(tuple(new), tuple(replaced), unchanged, commit)
 
 
-# ------------------------------------------------------------------ export
-
-def _active(vault: Vault) -> list[Memory]:
-    from memrepo.store.document import DocumentError, load_bytes
-    out = []
-    for row in vault.list(status="active"):
-        try:
-            parsed = load_bytes((vault.root / row["path"]).read_bytes(), row["path"])
-        except (OSError, DocumentError):
-            continue
-        out.append(Memory(parsed.meta, parsed.body, row["path"]))
-    return out
-
-
-def _importance(m: Memory) -> tuple:
-    w = m.meta.get("weight")
-    return (-(w if isinstance(w, int | float) else 0.5), {"L4": 0, "L3": 1, "L2": 2}.get(m.meta["layer"], 3),
-            str(m.meta.get("created", "")), m.id)
-
-
-def _bullet(m: Memory, extra: str = "") -> str:
-    text = (m.body.strip() if m.meta.get("x-openclaw-file") and m.body.strip() else m.meta["summary"]).replace("\n", "\n  ")
-    notes = []
-    w = m.meta.get("weight")
-    if isinstance(w, int | float):
-        notes.append(f"<!-- importance: {round(w * 10)} -->")
-    if m.meta.get("tags"):
-        notes.append(f"<!-- trigger: {', '.join(m.meta['tags'])} -->")
-    if m.meta.get("x-openclaw-project"):
-        notes.append(f"<!-- project: {m.meta['x-openclaw-project']} -->")
-    if extra:
-        notes.append(extra)
-    notes.append(f"<!-- memrepo: {m.id} -->")
-    return f"- {text}" + (" " + " ".join(notes) if notes else "")
-
-
-def _within(title: str, groups: dict[str, list[str]], budget: int, what: str) -> tuple[str, int]:
-    """A file of ``## group`` sections within ``budget`` characters; the rest as a pointer line."""
-    text, left = f"# {title}\n", 0
-    pointer = "\n- … {n} more {what} in memrepo (not shown within OpenClaw's budget): `memrepo list` / `memrepo search`\n"
-    reserve = len(pointer) + 10
-    for name, bullets in groups.items():
-        head = f"\n## {name}\n" if name else "\n"
-        for b in bullets:
-            piece = (head if head else "") + b + "\n"
-            if len(text) + len(piece) + reserve > budget:
-                left += 1
-                continue
-            text += piece
-            head = ""
-    if left:
-        text += pointer.format(n=left, what=what)
-    return text, left
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    files: tuple[str, ...]
-    written: int
-    left_out: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "written": self.written, "left_out": self.left_out}
-
-
-EXPORT_FORMATS = ("openclaw", "jsonl")  # memrepo export --to
-
-
-def export_openclaw(vault: Vault, workspace: Path) -> ExportResult:
-    """Write MEMORY.md, USER.md and memory/YYYY-MM-DD.md for an OpenClaw agent from the active memories."""
-    root = Path(workspace).expanduser()
-    memories = sorted(_active(vault), key=_importance)
-    user = [m for m in memories if m.meta["subject"] == "user" and (m.meta["layer"] != "L1" or m.meta["kind"] == "preference")]
-    curated = [m for m in memories if m.meta["layer"] != "L1" and m not in user]
-    daily = [m for m in memories if m.meta["layer"] == "L1" and m not in user]
-    files, left = [], 0
-    groups: dict[str, list[str]] = {}
-    for m in curated:
-        groups.setdefault(str(m.meta.get("x-openclaw-section") or m.meta["kind"].capitalize()), []).append(_bullet(m))
-    text, n = _within("Memory", groups, FILE_BUDGET, "memories")
-    atomic_write(root / "MEMORY.md", text.encode("utf-8"))
-    files.append("MEMORY.md")
-    left += n
-    ugroups: dict[str, list[str]] = {}
-    for m in user:
-        observed = f"<!-- observed: {str(m.meta.get('created', ''))[:10]} | status: active -->"
-        ugroups.setdefault(str(m.meta.get("x-openclaw-section") or "Preferences"), []).append(_bullet(m, observed))
-    text, n = _within("User", ugroups, USER_BUDGET, "user directives")
-    atomic_write(root / "USER.md", text.encode("utf-8"))
-    files.append("USER.md")
-    left += n
-    by_file: dict[str, list[Memory]] = {}
-    for m in sorted(daily, key=lambda m: str(m.meta.get("created", ""))):
-        origin = str(m.meta.get("x-openclaw-file") or "")
-        name = origin if _DAILY_RE.match(origin.removeprefix("memory/")) else f"memory/{str(m.meta.get('created', ''))[:10]}.md"
-        by_file.setdefault(name, []).append(m)
-    for name, items in sorted(by_file.items()):
-        sections: dict[str, list[str]] = {}
-        for m in sorted(items, key=_importance):
-            section = m.meta.get("x-openclaw-section") or ("" if m.meta.get("x-openclaw-file") else "Log")
-            sections.setdefault(str(section), []).append(_bullet(m))
-        text, n = _within(Path(name).stem[:10], sections, FILE_BUDGET, "entries of this day")
-        atomic_write(root / name, text.encode("utf-8"))
-        files.append(name)
-        left += n
-    return ExportResult(tuple(files), len(memories) - left, left)
-
-
-def export_jsonl(vault: Vault) -> Iterator[str]:
-    """Every memory on main as a line of the import format (front-matter fields plus ``body``)."""
-    from memrepo.store.document import DocumentError, load_bytes
-    for row in vault.list():
-        try:
-            parsed = load_bytes((vault.root / row["path"]).read_bytes(), row["path"])
-        except (OSError, DocumentError):
-            continue
-        yield json.dumps({**parsed.meta, "body": parsed.body}, ensure_ascii=False)
-
-
+def _edited(vault: Vault, memory_id: str, text: str) -> Memory | None:
+    """The vault's memory ``memory_id`` when the workspace entry carrying its id now says
+    something else (a person edited it there); None when it is the same entry."""
+    known = vault.get(memory_id)
+    said = text.strip()
+    if said in (known.body.strip(), str(known.meta.get("summary", "")).strip()):
+        return None
+    return known

@@ -6,7 +6,8 @@ ratio of its original size, the oldest are cleared to a placeholder. Every trimm
 result is first saved in full as evidence, and its placeholder names the pointer.
 
 Never touched: anything before the first user message, the last N assistant turns and what
-follows them (their tool results), and non-text blocks. The input file is not changed.
+follows them (their tool results), and non-text blocks; in Claude Code's transcript JSONL, the
+lines that are not messages and the side chains. The input file is not changed.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memrepo.agents import evidence
-from memrepo.agents.transcript import messages_of, text_of
+from memrepo.agents.transcript import Transcript, load_transcript, text_of
 from memrepo.errors import UsageError
 from memrepo.store.vault import Vault
 
@@ -60,7 +61,12 @@ class Pruned:
     cleared: tuple[dict[str, Any], ...] = ()
     commit: str | None = None
     outside_git: tuple[str, ...] = field(default_factory=tuple)
+    jsonl: bool = False
     redacted: tuple[dict[str, Any], ...] = ()   # results stored with credentials replaced
+
+    def text(self) -> str:
+        """The pruned transcript in the form it came in (JSON, or one object per line)."""
+        return Transcript(self.transcript, self.jsonl).render()
 
     def report(self) -> dict[str, Any]:
         return {"chars_before": self.chars_before, "chars_after": self.chars_after, "trimmed": list(self.trimmed),
@@ -111,12 +117,26 @@ def protected_bounds(messages: list[dict[str, Any]], keep_last_assistants: int) 
     return start, max(start, end)
 
 
+def prune_text(vault: Vault, text: str | bytes, options: Options | None = None, *, where: str = "stdin") -> Pruned:
+    """:func:`prune` of a transcript given as text (or its bytes, UTF-8): message JSON or Claude
+    Code's JSONL. Bytes that are not UTF-8 are a UsageError naming the line."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = text[:e.start].count(b"\n") + 1
+            raise UsageError(f"{where}:line {line}: byte {text[e.start]:#04x} is not UTF-8; give UTF-8 message JSON") from None
+    return prune(vault, load_transcript(text, where=where), options)
+
+
 def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Pruned:
-    """The pruned copy of ``transcript`` (message JSON as loaded); the evidence is saved first."""
+    """The pruned copy of ``transcript`` (message JSON as loaded, or a :class:`Transcript`);
+    the evidence is saved first."""
     options = options or Options()
     options.check()
-    out = copy.deepcopy(transcript)
-    messages = messages_of(out, where="transcript")
+    given = transcript if isinstance(transcript, Transcript) else Transcript(transcript)
+    out = copy.deepcopy(given.data)
+    messages = Transcript(out, given.jsonl).messages()
     before = size(messages)
     start, end = protected_bounds(messages, options.keep_last_assistants)
     slots = _slots(messages, start, end)
@@ -156,4 +176,4 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
     redacted = tuple({"message": s.message, "evidence": pointer_of(s), "rules": list(stored[id(s)].rules)}
                      for s in touched if stored[id(s)].rules)
     return Pruned(out, before, size(messages), tuple(row(s) for s in trimmed if id(s) not in gone),
-                  tuple(row(s) for s in cleared), commit, outside, redacted)
+                  tuple(row(s) for s in cleared), commit, outside, given.jsonl, redacted)

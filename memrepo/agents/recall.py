@@ -137,3 +137,39 @@ def recall(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, session: st
     found = (_hit_object(v, h, shown_from=vault) for _, v, h in hits[:limit])
     packed = pack((m for m in found if m is not None), budget, RECALL_HEADER)
     return Recall(query, packed, not packed.memories)
+
+
+QUERY_ECHO = 200  # characters of the query a recall result repeats back, at most
+
+
+def recall_within(vault: Vault, text: str, *, budget: int = DEFAULT_BUDGET, **options: Any) -> dict[str, Any]:
+    """The recall as one JSON-ready object whose serialized text fits in ``budget`` characters
+    (a tool result an agent reads whole): the block, then per memory only what the block does
+    not say (id, summary, path, layer, kind, score), the query cut to :data:`QUERY_ECHO` characters.
+    ``options`` are :func:`recall`'s (session, subject, limit, intent, also)."""
+    import json
+
+    from memrepo.errors import UsageError
+
+    def fitted(room: int) -> dict[str, Any]:
+        found = recall(vault, text, budget=max(room, 1), **options) if room > 0 else None
+        query = (found.query if found else latest_user_text(text or "")).strip()
+        query = query if len(query) <= QUERY_ECHO else query[:QUERY_ECHO - 1].rstrip() + _ELLIPSIS
+        memories = [{k: m.get(k) for k in ("id", "summary", "path", "layer", "kind", "score")}
+                    for m in (found.packed.memories if found else ())]
+        block = found.text if found and memories else ""
+        return {"block": block, "memories": memories, "nothing_relevant": not memories,
+                "chars": len(block), "query": query}
+
+    room = budget
+    for _ in range(8):
+        result = fitted(room)
+        size = len(json.dumps(result, ensure_ascii=False))
+        if size <= budget:
+            return result
+        room -= size - budget + 16
+    result = fitted(0)
+    if len(json.dumps(result, ensure_ascii=False)) > budget:
+        raise UsageError(f"budget {budget} is too small for a recall result; give at least "
+                         f"{len(json.dumps(result, ensure_ascii=False))} characters")
+    return result

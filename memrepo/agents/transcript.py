@@ -1,11 +1,15 @@
-"""Reading agent transcripts: OpenAI-style and Anthropic-style message JSON, or plain text
-with speaker labels (``User: ...`` / ``Assistant: ...``).
+"""Reading agent transcripts: OpenAI-style and Anthropic-style message JSON, Claude Code's
+transcript JSONL (one object per line, the message under ``message``), or plain text with
+speaker labels (``User: ...`` / ``Assistant: ...``).
 
-Only what recall and prune need: which message is whose, and the text in it.
+Only what recall, prune and the compaction hook need: which message is whose, the text in it,
+and the summary a compaction left.
 """
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from memrepo.errors import UsageError
@@ -94,8 +98,10 @@ def latest_user_text(text: str) -> str:
 
 
 def hook_payload(text: str) -> dict[str, Any]:
-    """The JSON an agent hook sends on stdin (Claude Code: ``prompt``, ``session_id``,
-    ``transcript_path``, ...); extra keys are ignored, a missing ``prompt`` is empty."""
+    """The JSON an agent hook sends on stdin (Claude Code: ``session_id``, ``transcript_path``,
+    ``cwd``, ``hook_event_name`` and the event's own fields, such as ``prompt``, ``source``,
+    ``trigger``, ``compact_summary``): every field is kept, a missing ``prompt`` is empty and a
+    missing or empty ``session_id`` is None."""
     from memrepo.store.jsontext import BadJson, loads
     try:
         data = loads(text, where="--hook: stdin") if text.strip() else {}
@@ -105,6 +111,88 @@ def hook_payload(text: str) -> dict[str, Any]:
         raise UsageError("--hook: stdin must be a JSON object like {\"prompt\": ..., \"session_id\": ...}")
     prompt = data.get("prompt")
     session = data.get("session_id")
-    return {"prompt": prompt if isinstance(prompt, str) else "",
+    return {**data, "prompt": prompt if isinstance(prompt, str) else "",
             "session_id": session if isinstance(session, str) and session else None,
             "transcript_path": data.get("transcript_path")}
+
+
+@dataclass
+class Transcript:
+    """A transcript as read: ``data`` is the JSON value, or for JSONL the list of its lines
+    (objects, or the text of a line that is not one, kept as it was)."""
+
+    data: Any
+    jsonl: bool = False
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation's messages, as the objects inside ``data`` (changing one changes it):
+        for Claude Code lines, the ``message`` of user and assistant lines off the side chains."""
+        if not self.jsonl:
+            return messages_of(self.data, where="transcript")
+        found = []
+        for line in self.data:
+            if not isinstance(line, dict):
+                continue
+            if isinstance(line.get("message"), dict) and line.get("type") in ("user", "assistant"):
+                if not line.get("isSidechain") and line["message"].get("role") in ("user", "assistant"):
+                    found.append(line["message"])
+            elif "role" in line and "type" not in line:
+                found.append(line)  # a JSONL of plain messages
+        return found
+
+    def render(self) -> str:
+        if not self.jsonl:
+            return json.dumps(self.data, ensure_ascii=False, indent=1)
+        return "".join((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n"
+                       for line in self.data)
+
+    def compact_summary(self) -> str:
+        """The text of the last summary a compaction left (Claude Code's ``isCompactSummary``
+        line), or ""."""
+        for line in reversed(self.data if self.jsonl else []):
+            if isinstance(line, dict) and line.get("isCompactSummary") and isinstance(line.get("message"), dict):
+                return text_of(line["message"].get("content")).strip()
+        return ""
+
+
+def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
+    """Message JSON, or JSONL (Claude Code's transcript): a line that is not JSON is an error
+    naming it, except the last one (Claude Code may be writing it), which is kept as text."""
+    from memrepo.store.jsontext import BadJson, loads
+    stripped = text.strip()
+    try:
+        data = loads(stripped, where=where)
+    except BadJson as e:
+        if e.reason != "Extra data" or not stripped.startswith("{"):
+            raise UsageError(f"{e}; give message JSON or a transcript with one JSON object per line "
+                             "(Claude Code's .jsonl)") from None
+    else:
+        if isinstance(data, dict) and not isinstance(data.get("messages"), list) and "role" not in data:
+            return Transcript([data], jsonl=True)
+        messages_of(data, where=where)  # the same error as before for JSON that is not messages
+        return Transcript(data)
+    rows: list[Any] = []
+    raw = text.split("\n")
+    while raw and not raw[-1].strip():
+        raw.pop()
+    for n, line in enumerate(raw, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(loads(line, where=f"{where}:line {n}"))
+        except BadJson as e:
+            if n == len(raw):
+                rows.append(line)
+                continue
+            raise UsageError(f"{e}; a transcript .jsonl holds one JSON object per line") from None
+    return Transcript(rows, jsonl=True)
+
+
+def read_transcript(path: str) -> Transcript:
+    """The transcript file at ``path`` (a hook's ``transcript_path``), read as UTF-8."""
+    from pathlib import Path
+    try:
+        data = Path(path).expanduser().read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the transcript ({e.strerror})") from None
+    return load_transcript(data.decode("utf-8", "replace"), where=str(path))

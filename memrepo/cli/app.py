@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from memrepo.cli import commands
+from memrepo.cli import claude, commands
 from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
@@ -104,7 +104,8 @@ EXAMPLES: dict[str, str] = {
     "list": "memrepo list --layer L2 --status active\nmemrepo list --subject user --json",
     "log": "memrepo log mem_20261201_7k3p9x",
     "validate": "memrepo validate\nmemrepo validate memories/L2 --json",
-    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose",
+    "import": "memrepo import memories.jsonl --skip-invalid\nmemrepo import ~/notes --propose\n"
+              "memrepo import --from claude-code ~/code/project\nmemrepo import --from mcp-memory memory.jsonl",
     "proposals": "memrepo proposals\nmemrepo proposals --all --json",
     "proposals push": "memrepo proposals push prop_20261201_ab12cd --remote origin",
     "review": "memrepo review prop_20261201_ab12cd",
@@ -129,18 +130,24 @@ EXAMPLES: dict[str, str] = {
     "policy accept": "memrepo policy accept --why \"constraints are reviewed in the pull request\"",
     "recall": "memrepo recall \"why not restart the service?\" --budget 2000\nmemrepo recall --hook < payload.json",
     "context": "memrepo context --subject project-alpha --budget 4000",
-    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh",
+    "flush": "memrepo flush --cycle 12 --session S < answer.md\nmemrepo flush --prompt --lang zh\n"
+             "memrepo flush --hook < post-compact-payload.json",
     "prune": "memrepo prune transcript.json > pruned.json\nmemrepo prune - --keep-last-assistants 5 < transcript.json",
     "evidence": "memrepo evidence evidence:3fa9c1d2e4b5",
     "export": "memrepo export --to openclaw ~/openclaw-workspace\nmemrepo export --to jsonl backup.jsonl",
     "mcp": "memrepo --vault ~/agent-memory mcp\nmemrepo mcp --agent executor",
     "daemon": "memrepo daemon status\nmemrepo daemon stop",
+    "ui": "memrepo ui\nmemrepo ui --read-only --lang zh --port 8765 --no-open",
     "daemon start": "memrepo daemon start --json",
     "daemon stop": "memrepo daemon stop",
     "daemon status": "memrepo daemon status --json",
+    "install": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user",
+    "install claude-code": "memrepo install claude-code\nmemrepo --vault ~/agent-memory install claude-code --user --json",
+    "uninstall": "memrepo uninstall claude-code",
+    "uninstall claude-code": "memrepo uninstall claude-code\nmemrepo uninstall claude-code --user",
 }
 # Commands without --json, and why (a test requires --json of every other command).
-NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself"}
+NO_JSON = {"mcp": "a stdio server: it speaks JSON-RPC itself", "ui": "a web server: it serves pages"}
 
 
 def examples_epilog(path: str) -> str | None:
@@ -182,6 +189,7 @@ from memrepo.cli.policy import policy_app  # noqa: E402  (a command group of its
 app.add_typer(policy_app, name="policy")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
 app.add_typer(hook_app, name="hook", hidden=True)
+claude.register(app)
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
@@ -344,21 +352,29 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
 
 
 @app.command("import")
-def import_(file: Path = typer.Argument(..., help="JSONL: one object per line, front-matter fields plus 'body'."),
+def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object per line, front-matter fields plus 'body' "
+                                                            "(with --from: the workspace, project folder or file)."),
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
             propose: bool = typer.Option(False, "--propose", help="Send the whole import to review as one proposal."),
             author: Optional[str] = typer.Option(None, help="Who runs the import (default: git user.name)."),
-            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/)."),
+            from_: Optional[str] = typer.Option(None, "--from", help="openclaw: FILE is an OpenClaw workspace (MEMORY.md, USER.md, memory/); "
+                                                "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
+                                                "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
             as_json: bool = JsonOpt):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
     and the semantic vectors up to date (progress bars on a terminal)."""
+    from memrepo.errors import UsageError
     from memrepo.review import writes as memories
+    if from_ in ("claude-code", "mcp-memory"):
+        return claude.import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index,
+                                  as_json=as_json, catch_up=_catch_up)
+    if file is None:
+        raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
         from memrepo.agents import openclaw
-        from memrepo.errors import UsageError
         if from_ != "openclaw":
-            raise UsageError(f"--from {from_}: the only foreign workspace format is 'openclaw'")
+            raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with _vault() as vault:
             found = openclaw.import_openclaw(vault, file, author=author)
             ready = _catch_up(vault) if found.commit and not no_index else {}
@@ -430,18 +446,27 @@ def proposals_list(ctx: typer.Context,
 def proposals_push(proposal_id: str = typer.Argument(..., metavar="ID"),
                    remote: str = typer.Option("origin", help="Git remote to push to."), as_json: bool = JsonOpt):
     """Push a proposal branch so the team can open a pull request (never forced)."""
-    from memrepo.review import proposals
+    from memrepo import api
     with _vault() as vault:
-        branch = proposals.push_proposal(vault, proposal_id, remote=remote)
-    _out({"proposal": proposal_id, "branch": branch, "remote": remote}, as_json,
-         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal")
+        branch = api.push_proposal(vault, proposal_id, remote=remote)
+        url = api.compare_url(vault, proposal_id, remote=remote)
+    _out({"proposal": proposal_id, "branch": branch, "remote": remote, "compare_url": url}, as_json,
+         f"pushed {branch} to {remote}: open a pull request from it; merging it applies the proposal"
+         + (f"\n  pull request: {url}" if url else ""))
 
 
 @app.command()
 def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal id (or the id of a memory it carries)."),
+           markdown: bool = typer.Option(False, "--markdown", help="Print the card and the field-aware diff as markdown (a pull request description)."),
            as_json: bool = JsonOpt):
     """Show a proposal's review card: who, what it supersedes, evidence, effects, rollback point."""
     from memrepo.review import proposals
+    if markdown:
+        from memrepo import api
+        with _vault() as vault:
+            text = api.review_markdown(vault, proposal_id)
+        _out({"proposal": proposal_id, "markdown": text}, as_json, text.rstrip("\n"))
+        return
     with _vault() as vault:
         p = proposals.get(vault, proposal_id)
         text = proposals.card(vault, proposal_id)
@@ -770,10 +795,14 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
           skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Write the valid entries, report the refused ones."),
           show_prompt: bool = typer.Option(False, "--prompt", help="Print the flush prompt a runtime injects, and exit."),
           lang: str = typer.Option("en", "--lang", help="Language of --prompt: en or zh."),
+          hook: bool = typer.Option(False, "--hook", help="Read a Claude Code hook's payload on stdin: file the compaction "
+                                                       "summary (PostCompact), or with --prompt print the compaction instructions (SessionStart)."),
           as_json: bool = JsonOpt):
     """File the model's pre-compaction flush (JSON or the What/Decision/Why/Evidence/Next template, on stdin)."""
     from memrepo.agents import flush as svc
     from memrepo.errors import UsageError
+    if hook:
+        return claude.flush_hook(show_prompt, lang, as_json)
     if show_prompt:
         from memrepo.errors import VaultNotFound
         try:
@@ -789,6 +818,8 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         result = svc.flush(vault, text, cycle=cycle, session=session, author=state.agent, skip_invalid=skip_invalid)
     for p in result.skipped:
         typer.echo(f"skipped {p}", err=True)
+    if result.notice:
+        typer.echo(f"notice: {result.notice}", err=True)
     if result.silent:
         return
     if result.reason == "cycle already flushed":
@@ -836,7 +867,13 @@ def propose(subject: Optional[str] = typer.Option(None, help="Entity key, part 1
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
              "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
              "proposed": f"{result.id} -> proposal {result.proposal} (review: memrepo review {result.proposal})"}[result.outcome]
-    _out(result.as_dict(), as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else ""))
+    url = None
+    if result.proposal:
+        from memrepo import api
+        with _vault() as vault:
+            url = api.compare_url(vault, result.proposal)
+    _out({**result.as_dict(), **({"compare_url": url} if result.proposal else {})}, as_json, f"{result.outcome}: {where}" + (f"\n  {result.reason}" if result.reason else "")
+         + (f"\n  pull request, once pushed ('memrepo proposals push {result.proposal}'): {url}" if url else ""))
 
 
 @app.command("cite")
@@ -902,7 +939,7 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
 
 
 @app.command()
-def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON ('-' for stdin)."),
+def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help="OpenAI or Anthropic message JSON, or Claude Code's transcript .jsonl ('-' for stdin)."),
           keep_last_assistants: int = typer.Option(3, "--keep-last-assistants", help="Never touch the last N assistant turns and their tool results."),
           soft_chars: int = typer.Option(4000, "--soft-chars", help="Tool results longer than this are trimmed to head + tail."),
           head: int = typer.Option(1500, "--head", help="Characters kept from the start of a trimmed result."),
@@ -911,16 +948,14 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           as_json: bool = JsonOpt):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
     from memrepo.agents import prune as svc
-    from memrepo.agents.transcript import load_json
-    raw = _stdin_text() if str(transcript) == "-" else transcript.read_bytes()
-    data = load_json(raw, where="stdin" if str(transcript) == "-" else str(transcript))
+    text = _stdin_text() if str(transcript) == "-" else transcript.read_bytes()
     options = svc.Options(keep_last_assistants, soft_chars, head, tail, hard_ratio)
     with _vault() as vault:
-        result = svc.prune(vault, data, options)
+        result = svc.prune_text(vault, text, options, where=str(transcript))
     if as_json:
         _out({"transcript": result.transcript, **result.report()}, True)
         return
-    typer.echo(json.dumps(result.transcript, ensure_ascii=False, indent=1))
+    typer.echo(result.text(), nl=not result.jsonl)
     typer.echo(f"pruned {result.chars_before:,} -> {result.chars_after:,} characters: trimmed {len(result.trimmed)}, "
                f"cleared {len(result.cleared)} tool results"
                + (f"; evidence committed in {result.commit[:12]}" if result.commit else ""), err=True)
@@ -957,7 +992,7 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
            target: Optional[Path] = typer.Argument(None, metavar="[TARGET]", help="Workspace folder (openclaw) or FILE (jsonl; default stdout)."),
            as_json: bool = JsonOpt):
     """Export the vault: an OpenClaw workspace from the active memories, or every memory as import JSONL."""
-    from memrepo.agents import openclaw
+    from memrepo.agents import openclaw_export as openclaw
     from memrepo.errors import UsageError
     from memrepo.model import check_choice
     check_choice("to", to, openclaw.EXPORT_FORMATS)
@@ -976,7 +1011,13 @@ def export(to: str = typer.Option(..., "--to", help="openclaw (a workspace folde
     with _vault() as vault:
         result = openclaw.export_openclaw(vault, target)
     _out(result.as_dict(), as_json, f"wrote {', '.join(result.files)} in {target}: {result.written} memories"
-         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else ""))
+         + (f" ({result.left_out} over OpenClaw's budgets, named on pointer lines)" if result.left_out else "")
+         + (f"; the files it replaced are kept in {result.backup}" if result.backup else ""))
+
+
+from memrepo.cli import ui as ui_command  # noqa: E402  (memrepo ui, in its own module)
+
+ui_command.register(app)
 
 
 # ---- daemon: the background server that answers search, recall, context and add warm

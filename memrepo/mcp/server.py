@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, TextContent
 
 from memrepo import api
 from memrepo.errors import MemrepoError
+from memrepo.mcp import memory_verbs
 
 INSTRUCTIONS = """memrepo is your long-term memory: a git repository of short markdown memories that people review.
 - At the start of a task read the `memrepo://context` resource (identity, principles, constraints, preferences).
@@ -32,6 +33,8 @@ def _result(call: Callable[[], Any]) -> CallToolResult:
         data = call()
     except MemrepoError as e:
         return CallToolResult(content=[TextContent(type="text", text=str(e))], isError=True)
+    if isinstance(data, str):  # the memory verbs answer in the memory tool's own words
+        return CallToolResult(content=[TextContent(type="text", text=data)])
     structured = data if isinstance(data, dict) else {"result": data}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
                           structuredContent=structured)
@@ -88,13 +91,10 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     def memory_recall(text: str, budget: int = 4000, session: str | None = None,
                       subject: str | None = None) -> CallToolResult:
         """Recall the memories relevant to the user's latest message (or a transcript) as one block to read,
-        best first, within `budget` characters. Call it before answering anything that may depend on earlier
+        best first; the whole result fits in `budget` characters. Call it before answering anything that may depend on earlier
         work; cite the [id]s you use. `nothing_relevant: true` means memory has nothing on it: do not guess."""
-        def run():
-            r = state.read(lambda also: api.recall(vault, text, budget=budget, session=session, subject=subject,
-                                                   also=also))
-            return {"block": r.text, **r.as_dict()}
-        return _result(run)
+        return _result(lambda: state.read(lambda also: api.recall_within(
+            vault, text, budget=budget, session=session, subject=subject, also=also)))
 
     @server.tool()
     def memory_search(query: str, limit: int = 10, subject: str | None = None, layer: str | None = None,
@@ -187,6 +187,7 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
         except MemrepoError as e:
             return f"memrepo: {e}"
 
+    memory_verbs.register(server, state, _result)
     server._memrepo_state = state  # type: ignore[attr-defined]  # for closing and tests
     return server
 

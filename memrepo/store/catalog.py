@@ -169,6 +169,32 @@ class Catalog:
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
+    def page(self, *, offset: int, limit: int, paths: set[str] | None = None,
+             **filters: str | None) -> tuple[list[dict], int]:
+        """One page of the rows :meth:`query` matches (``paths``: only these), newest first,
+        and how many match in all: a browser pages through 100,000 rows without loading them."""
+        if paths is not None:
+            rows = [r for r in self.query(**filters) if r["path"] in paths][::-1]
+            return rows[offset:offset + limit], len(rows)
+        clauses, args = ["error IS NULL"], []
+        for key, value in filters.items():
+            if value is not None:
+                clauses.append(f"{key}=?")
+                args.append(value)
+        where = " AND ".join(clauses)
+        total = self.db.execute(f"SELECT count(*) FROM memory WHERE {where}", args).fetchone()[0]
+        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source", "weight")
+        sql = f"SELECT {','.join(cols)} FROM memory WHERE {where} ORDER BY created DESC, path DESC LIMIT ? OFFSET ?"
+        return [dict(zip(cols, r)) for r in self.db.execute(sql, [*args, limit, offset])], total
+
+    def active_with_fact_prefix(self, prefix: str) -> list[dict]:
+        """Active memories whose fact key starts with ``prefix`` (id, path, fact), one range
+        scan in SQLite: Claude's memory-tool files are found without listing the vault."""
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        sql = ("SELECT id, path, fact FROM memory WHERE error IS NULL AND status='active' AND fact >= ? AND fact < ? "
+               "ORDER BY path")
+        return [dict(zip(("id", "path", "fact"), r)) for r in self.db.execute(sql, (prefix, end))]
+
     def standing(self, layers: tuple[str, ...], kinds: tuple[str, ...], subject: str | None = None) -> list[dict]:
         """Active memories of ``layers`` (any subject) or of ``kinds`` (of ``subject`` when
         given): what an agent reads at session start. Rows as :meth:`query` gives them."""

@@ -20,9 +20,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-def atomic_write(target: Path, payload: bytes) -> None:
+def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> None:
     """Write via a temp file and ``os.replace``: readers see the old file or the new one. The
-    file gets the mode the user's umask gives a new file (``0o666 & ~umask``), as git does."""
+    file gets the mode the user's umask gives a new file (``0o666 & ~umask``), as git does, or
+    ``mode`` when given (keeping a file's own permissions), set before it takes the target's place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink():
         raise Conflict(f"{target} is a symlink; memrepo never writes through links")
@@ -30,6 +31,8 @@ def atomic_write(target: Path, payload: bytes) -> None:
     try:
         with os.fdopen(os.open(tmp, os.O_WRONLY | _NOFOLLOW), "wb") as fh:
             fh.write(payload)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -171,6 +171,13 @@ def diff_tree(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) 
     return _parse_raw_diff(out)
 
 
+def diff_text(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) -> str:
+    """The unified diff between two commits (``old`` None: against the empty tree), as text."""
+    empty = _run(root, "hash-object", "-t", "tree", "--stdin", input=b"").strip() if old is None else old
+    return _run_bytes(root, "diff", "--no-color", "--no-ext-diff", "--no-renames", empty, new, "--", *paths).decode(
+        "utf-8", errors="replace")
+
+
 def diff_index(root: Path, rev: str, *, cached: bool, paths: Iterable[str] = (),
                index_file: str | None = None) -> list[Change]:
     """Staged (``cached``) or working-tree changes against ``rev``."""
@@ -510,6 +517,13 @@ def exists(root: Path, rev_path: str) -> bool:
 def grep_files(root: Path, rev: str, pattern: str, paths: Iterable[str]) -> list[str]:
     """Paths (in ``rev``) of files under ``paths`` with a line matching the extended regex."""
     out = _run(root, "grep", "-l", "-z", "-E", "-e", pattern, rev, "--", *paths, check=False)
+    return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
+
+
+def grep_fixed(root: Path, rev: str, text: str, paths: Iterable[str]) -> list[str]:
+    """Paths (in ``rev``) of files under ``paths`` containing ``text`` as written (no regex:
+    the fastest search git has)."""
+    out = _run(root, "grep", "-l", "-z", "-F", "-e", text, rev, "--", *paths, check=False)
     return [p.split(":", 1)[1] for p in out.split("\0") if ":" in p]
 
 

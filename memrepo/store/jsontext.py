@@ -16,7 +16,12 @@ MAX_DEPTH = 100  # nesting no memory, transcript or query needs; deeper is refus
 
 
 class BadJson(ValueError):
-    """Input that is not a JSON document memrepo can take; the message says why."""
+    """Input that is not a JSON document memrepo can take; the message says why, ``reason`` is
+    the JSON parser's own words when it was a syntax error (``"Extra data"``: more than one value)."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
 
 
 def loads(data: str | bytes, *, where: str, max_depth: int = MAX_DEPTH) -> Any:
@@ -31,7 +36,7 @@ def loads(data: str | bytes, *, where: str, max_depth: int = MAX_DEPTH) -> Any:
     try:
         value = json.loads(data)
     except json.JSONDecodeError as e:
-        raise BadJson(f"{where} is not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        raise BadJson(f"{where} is not JSON ({e.msg} at line {e.lineno} column {e.colno})", e.msg) from None
     except RecursionError:
         raise BadJson(f"{where}: nested deeper than {max_depth} levels; send flat JSON") from None
     except ValueError as e:  # an integer with more digits than Python converts

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from memrepo.errors import NotFound, UsageError
-from memrepo.model import MEMORY_ROOTS, is_valid_id, now_iso
+from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id, now_iso
 from memrepo.store import git, jsontext
 from memrepo.store.vault import Vault
 from memrepo.team import scopes
@@ -86,22 +86,24 @@ def outputs(vault: Vault) -> list[Citation]:
     return found
 
 
-def memory_citations(vault: Vault) -> list[Citation]:
-    """Every ``cites`` entry of a memory on main."""
+def memory_citations(vault: Vault, among: Iterable[Memory] | None = None) -> list[Citation]:
+    """Every ``cites`` entry of a memory on main (of the memories ``among``, when given)."""
     found = []
-    for path in git.grep_files(vault.root, vault.main_ref, r"^cites:", MEMORY_ROOTS):
-        memory = vault.read_at(vault.main_ref, path)
+    memories = among if among is not None else (
+        vault.read_at(vault.main_ref, path) for path in git.grep_files(vault.root, vault.main_ref, r"^cites:", MEMORY_ROOTS))
+    for memory in memories:
         found += [Citation("memory", memory.id, memory.id, c, str(memory.meta.get("author", "")),
                            str(memory.meta.get("updated") or memory.meta.get("created", "")))
                   for c in memory.meta.get("cites", ())]
     return found
 
 
-def cited_by(vault: Vault, memory_id: str) -> list[Citation]:
-    """Memories and recorded outputs that cite ``memory_id``."""
+def cited_by(vault: Vault, memory_id: str, *, mentioning: Iterable[Memory] | None = None) -> list[Citation]:
+    """Memories and recorded outputs that cite ``memory_id`` (``mentioning``: the memories
+    whose files mention the id, when the caller has already found them)."""
     if not is_valid_id(memory_id):
         raise UsageError(f"{memory_id!r} is not a valid memory id")
-    return [c for c in memory_citations(vault) + outputs(vault) if c.cites == memory_id]
+    return [c for c in memory_citations(vault, mentioning) + outputs(vault) if c.cites == memory_id]
 
 
 def citers(vault: Vault, memory_id: str) -> list[str]:
