@@ -232,7 +232,8 @@ def _items(vault: Vault, refs: dict[str, str], *, markers: dict[str, str] | None
     default ``refs``, records its outcome; left out without ``include_merged``)."""
     items: list[_Item] = []
     branch_prefix = "refs/heads/" + BRANCH_PREFIX
-    merged = _merged_on_main(vault) if any(ref.startswith(branch_prefix) for ref in refs) else {}
+    from memrepo.review.merged import forge_outcome, merged_on_main
+    merged = merged_on_main(vault) if any(ref.startswith(branch_prefix) for ref in refs) else {}
     markers = refs if markers is None else markers
     closed = {ref: sha for ref, sha in refs.items() if ref.startswith((APPLIED_PREFIX, REJECTED_PREFIX))}
     marker_commits = git.commits(vault.root, closed.values())
@@ -242,7 +243,7 @@ def _items(vault: Vault, refs: dict[str, str], *, markers: dict[str, str] | None
             if ref not in merged:
                 items.append((pid, sha, "open", ref.removeprefix("refs/heads/"), {}))
             elif include_merged and APPLIED_PREFIX + pid not in markers and REJECTED_PREFIX + pid not in markers:
-                items.append((pid, sha, "applied", BRANCH_PREFIX + pid, _forge_outcome(vault, sha, merged[ref])))
+                items.append((pid, sha, "applied", BRANCH_PREFIX + pid, forge_outcome(vault, sha, merged[ref])))
             continue
         status = "applied" if ref.startswith(APPLIED_PREFIX) else "rejected"
         pid = ref.removeprefix(APPLIED_PREFIX if status == "applied" else REJECTED_PREFIX)
@@ -285,52 +286,6 @@ def open_ids(vault: Vault) -> dict[str, str]:
         for memory_id in filter(None, t.get("Memrepo-Ids", "").split(",")):
             found.setdefault(memory_id, ref.removeprefix(prefix))
     return found
-
-
-def _merged_on_main(vault: Vault) -> dict[str, list[str]]:
-    """Proposal branches whose "activate on merge" tip main already holds, each with the
-    paths main holds it at: merged on a forge and brought in by a pull or a sync. A merge or
-    fast-forward makes the tip an ancestor of main (one git call); a squash merge (or a
-    cherry-pick) does not, but leaves every memory the proposal carries on main exactly as the
-    tip has it (one more call, only when such a branch's memories are all on main)."""
-    prefix = "refs/heads/" + BRANCH_PREFIX
-    main = vault.main_ref
-    recorded = set(git.refs(vault.root, PROPOSED_PREFIX).values())  # activations memrepo made, not look-alikes
-    activating = {ref: (tip, trailers(message)) for ref, (tip, message) in git.ref_messages(vault.root, prefix).items()
-                  if tip in recorded}
-    if not activating:
-        return {}
-    merged: dict[str, list[str]] = {ref: [] for ref in git.ref_messages(vault.root, prefix, merged_into=main)
-                                    if ref in activating}
-    catalog = vault.catalog()
-    candidates: dict[str, tuple[str, list[str]]] = {}
-    for ref, (tip, t) in activating.items():
-        ids = [i for i in t.get("Memrepo-Ids", "").split(",") if i]
-        paths = [catalog.path_of(i) for i in ids]
-        if ref not in merged and ids and all(paths):
-            candidates[ref] = (tip, [p for p in paths if p])
-    if candidates:
-        head = git.rev_parse(vault.root, main)
-        blobs = git.object_ids(vault.root, [f"{rev}:{p}" for tip, paths in candidates.values()
-                                            for rev in (head, tip) for p in paths])
-        for ref, (tip, paths) in candidates.items():
-            if all(blobs[f"{head}:{p}"] is not None and blobs[f"{head}:{p}"] == blobs[f"{tip}:{p}"] for p in paths):
-                merged[ref] = paths
-    return merged
-
-
-def _forge_outcome(vault: Vault, tip: str, squashed: list[str]) -> dict[str, Any]:
-    """Who applied a proposal by merging its pushed branch (``tip``) into main, and when; for a
-    squash merge (``squashed``: the paths main holds it at), the newest commit on main that
-    brought those files to the tip's content."""
-    if squashed:
-        found = git.log(vault.root, vault.main_ref, paths=squashed, extra=["-1"])
-        if found:
-            return {"by": found[0].author, "at": found[0].date, "commit": found[0].commit,
-                    "via": "squash merge of the pushed branch"}
-    merge = git.merge_commit_of(vault.root, tip, vault.main_ref) or tip  # a fast-forward: the tip itself
-    entry = git.commits(vault.root, [merge])[merge]
-    return {"by": entry.author, "at": entry.date, "commit": merge, "via": "merge of the pushed branch"}
 
 
 def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
