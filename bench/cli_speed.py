@@ -63,6 +63,12 @@ def launcher(tree: Path, work: Path, name: str) -> Path:
     return script
 
 
+def _copy(vault: Path, target: Path) -> Path:
+    import shutil
+    shutil.copytree(vault, target, symlinks=True)
+    return target
+
+
 def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, dict]:
     """``call(side, exe, env, i)`` -> (wall, CPU) ms, sides alternating call by call."""
     samples: dict[str, list] = {name: [] for name in sides}
@@ -139,12 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         vault = build_vault(work, args.n, args.synth, {**env, "PYTHONPATH": str(REPO)})[0]
     exe0, env0 = sides["after"]
-    run([str(exe0), "--vault", str(vault), "search", "warm the index"], env0)
+    # each side its own copy: derived state one version writes (the catalog, the index) would
+    # otherwise be rebuilt by the other on every alternate call
+    vaults = {name: vault if name == "after" else _copy(vault, work / f"vault-{name}") for name in sides}
+    for name, (exe, env_) in sides.items():
+        run([str(exe), "--vault", str(vaults[name]), "search", "warm the index"], env_)
     v = ["--vault", str(vault)]
     results: dict[str, dict] = {}
 
     def cli(*argv_: str):
-        return lambda name, exe, env_, i: timed([str(exe), *v, *[a.format(i=i, name=name) for a in argv_]], env_)[0]
+        return lambda name, exe, env_, i: timed([str(exe), "--vault", str(vaults[name]),
+                                                  *[a.format(i=i, name=name) for a in argv_]], env_)[0]
 
     def floor(name, exe, env_, i):
         return timed([sys.executable, "-c", "pass"], env_)[0]
@@ -177,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     def commit(verify: bool):
         def call(name, exe, env_, i):
             k = next(n)
-            hand_edit(vault, next(targets), k, env_)
-            cmd = ["git", "-C", str(vault), "commit", "-q", "-m", f"bench: hand edit {k}"]
+            hand_edit(vaults[name], next(targets), k, env_)
+            cmd = ["git", "-C", str(vaults[name]), "commit", "-q", "-m", f"bench: hand edit {k}"]
             return timed(cmd + ([] if verify else ["--no-verify"]), env_)[0]
         return call
     results["commit with the pre-commit hook"] = measure(sides, args.runs, commit(True))
