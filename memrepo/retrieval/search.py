@@ -422,7 +422,6 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
         raise UsageError("--log records recalls of a session: give --session ID too")
     ahead = _encode_ahead(vault, queries)
     report = sync(vault)
-    vault.warn_skipped()
     state, semantic, notice = semantic_sync(vault)
     if notice:
         report = SyncReport(report.rebuilt, report.updated, report.deleted,
