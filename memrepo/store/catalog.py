@@ -28,6 +28,7 @@ CREATE INDEX IF NOT EXISTS memory_id ON memory(id);
 CREATE INDEX IF NOT EXISTS memory_fact ON memory(subject, fact, status);
 CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
 CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
+CREATE INDEX IF NOT EXISTS memory_error ON memory(path) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
 """
 VERSION = "3"  # 2: weight; 3: rows only of files the schema accepts

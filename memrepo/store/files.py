@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -43,7 +42,7 @@ def _create_temp(target: Path) -> str:
     """A new empty file beside ``target``, created with mode 0o666 so the umask decides
     (``tempfile.mkstemp`` makes 0o600 and a chmod after it would override the umask)."""
     for _ in range(100):
-        name = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        name = str(target.parent / f".{target.name}.{os.urandom(4).hex()}.tmp")
         try:
             os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o666))
             return name

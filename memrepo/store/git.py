@@ -122,9 +122,11 @@ def git_path(root: Path, name: str) -> Path:
 def identity(root: Path) -> tuple[str, str]:
     """The committer identity git would use, or memrepo's fallback when none is configured.
 
-    Cached for the life of the process: one write asks for it several times."""
-    found = dict(line.split(" ", 1) for line in _run(
-        root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
+    Cached for the life of the process: one write asks for it several times. The same git call
+    tells whether commits are to be signed (:func:`signs_commits`)."""
+    out = _run(root, "config", "--get-regexp", r"^(user\.(name|email)|commit\.gpgsign)$", check=False)
+    found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    _SIGNS[root] = found.get("commit.gpgsign", "").strip().lower() in ("true", "yes", "on", "1")
     name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
     email = found.get("user.email", "").strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
     if name == FALLBACK_NAME or email == FALLBACK_EMAIL:
@@ -270,11 +272,14 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
     return _signed_copy(root, sha) if signs_commits(root) else sha
 
 
-@lru_cache(maxsize=64)
+_SIGNS: dict[Path, bool] = {}  # filled by identity(), which asks git once per process
+
+
 def signs_commits(root: Path) -> bool:
     """True when git is told to sign every commit here (``commit.gpgSign``): memrepo's own
     commits are signed then too, so ``validate --require-signed`` can pass."""
-    return _run(root, "config", "--bool", "commit.gpgSign", check=False).strip() == "true"
+    identity(root)
+    return _SIGNS.get(root, False)
 
 
 def _signed_copy(root: Path, sha: str) -> str:
