@@ -169,6 +169,8 @@ def test_require_signed_names_the_unsigned_activation(vault, tmp_path):
 def test_memrepo_signs_its_commits_when_git_is_told_to(vault, tmp_path):
     signing_setup(vault.root, tmp_path)
     git(vault.root, "config", "commit.gpgSign", "true")
+    from memrepo.store import git as gitops
+    gitops.identity.cache_clear()  # this process read git's settings before (a new process reads them afresh)
     pending = memories.add(vault, {"id": "mem_t", "kind": "constraint", "subject": "ops", "summary": "signed rule"}, "")
     proposals.apply(vault, pending.proposal)
     assert git(vault.root, "log", "-1", "--format=%G?", "main").strip() == "G"
