@@ -29,7 +29,8 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy memrepo/store memrepo/review memrepo/api.py
+	$(BIN)/mypy memrepo/store memrepo/review memrepo/retrieval memrepo/lifecycle memrepo/api.py \
+		memrepo/errors.py memrepo/text.py memrepo/config.py memrepo/resources.py
 
 # Lint first (seconds), then the suite.
 test: lint

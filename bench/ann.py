@@ -37,8 +37,11 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from memrepo.retrieval import embed, vectors  # noqa: E402
-from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore  # noqa: E402
+from memrepo.retrieval import embed, ivf, vectors  # noqa: E402
+from memrepo.retrieval.fields import IndexDoc  # noqa: E402
+from memrepo.retrieval.filters import Facets, Filters  # noqa: E402
+from memrepo.retrieval.vector_snapshot import Stored  # noqa: E402
+from memrepo.retrieval.vectors import VectorStore  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_retrieval", Path(__file__).resolve().parent / "retrieval.py")
 _retrieval = importlib.util.module_from_spec(_spec)
@@ -76,7 +79,7 @@ def cpu_ms(fn, *args, **kw) -> tuple[float, object]:
 def timed(snap, queries, k: int) -> tuple[list[float], list[list[str]]]:
     cpu, found = [], []
     for q in queries:
-        ms, got = cpu_ms(snap.top, q, k, statuses={"active"})
+        ms, got = cpu_ms(snap.top, q, k, Filters.where(statuses={"active"}))
         cpu.append(ms)
         found.append([mid for mid, _ in got])
     return cpu, found
@@ -96,9 +99,15 @@ class Given:
         yield np.stack([self.by_text[t] for t in texts])
 
 
+def row(memory_id: str, text: str, subject: str) -> IndexDoc:
+    """A memory whose embedded text is ``text``."""
+    return IndexDoc(id=memory_id, path=f"memories/L1/{memory_id}.md", layer="L1", kind="event", subject=subject,
+                    fact=None, status="active", summary="", body=text, tags=(), created=None, updated=None)
+
+
 def write(dir: Path, vecs: np.ndarray, ann_above: int) -> VectorStore:
     store = VectorStore(dir, ann_above=ann_above)
-    store._write_snapshot([(f"m{i:07d}", VecDocMeta(f"{i:024x}", f"s{i % 50}", "active", "L1", "event"), vecs[i])
+    store._write_snapshot([(f"m{i:07d}", Stored(f"{i:024x}", Facets(f"s{i % 50}", "active", "L1", "event")), vecs[i])
                            for i in range(len(vecs))], None, [])
     return store
 
@@ -115,21 +124,21 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
     cpu, exact = timed(snap, queries, 30)
     print(f"{label}, n={n}: " + line("exact top-30 (numpy, all rows, one BLAS thread)", cpu))
     ids = snap.ids
-    build, ivf = cpu_ms(VectorStore._index, vecs, ids, None)
-    print(f"  IVF build ({len(ivf.centroids)} lists, k-means on {min(n, vectors.ANN_SAMPLE * len(ivf.centroids))} "
-          f"rows, {vectors.ANN_ITERS} iterations, then every row assigned): CPU {build / 1000:.2f} s")
-    sizes = np.diff(ivf.offsets)
+    build, index = cpu_ms(VectorStore._index, vecs, ids, None)
+    print(f"  IVF build ({len(index.centroids)} lists, k-means on {min(n, ivf.ANN_SAMPLE * len(index.centroids))} "
+          f"rows, {ivf.ANN_ITERS} iterations, then every row assigned): CPU {build / 1000:.2f} s")
+    sizes = np.diff(index.offsets)
     print(f"  list sizes: min {sizes.min()}, median {int(np.median(sizes))}, max {sizes.max()}")
     snap.ann_above = n
-    setting = (vectors.ANN_PROBE, vectors.ANN_PROBE_MIN)
+    setting = (ivf.ANN_PROBE, ivf.ANN_PROBE_MIN)
     for probe, least in [(p, 1) for p in args.probes] + [setting]:
-        vectors.ANN_PROBE, vectors.ANN_PROBE_MIN = probe, least
+        ivf.ANN_PROBE, ivf.ANN_PROBE_MIN = probe, least
         cpu, found = timed(snap, queries, 30)
-        lists = max(least, int(np.ceil(probe * len(ivf.centroids))))
+        lists = max(least, int(np.ceil(probe * len(index.centroids))))
         what = "the product's setting, " if (probe, least) == setting else ""
         print(f"  IVF probe {what}{probe:.0%} of the lists{f', at least {least}' if least > 1 else ''} ({lists} lists): "
               + line("top-30", cpu) + f", recall@10 {recall(found, exact, 10):.3f}, recall@30 {recall(found, exact, 30):.3f}")
-    vectors.ANN_PROBE, vectors.ANN_PROBE_MIN = setting
+    ivf.ANN_PROBE, ivf.ANN_PROBE_MIN = setting
     if args.usearch:
         hnsw(vecs, queries, [set(int(m[1:]) for m in e[:10]) for e in exact])
     # a compaction: COMPACT_AT + 1 changed memories appended, then one more apply that compacts
@@ -143,7 +152,7 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
         rows = rng.choice(n, size=vectors.COMPACT_AT + 1, replace=False)
         by_text = {f"changed {label} {with_index} {i}": (vecs[i] + rng.normal(0, 0.01, embed.DIM)).astype(np.float32)
                    for i in rows}
-        docs = [VecDoc(f"m{i:07d}", t, f"s{i % 50}", "active", "L1", "event") for i, t in zip(rows, by_text)]
+        docs = [row(f"m{i:07d}", t, f"s{i % 50}") for i, t in zip(rows, by_text)]
         store.apply(docs[:-1], [], Given(by_text), commit="c2")
         ms, _ = cpu_ms(store.apply, docs[-1:], [], Given(by_text), commit="c3")
         after = store.load()
@@ -165,8 +174,9 @@ def run(label: str, vecs: np.ndarray, queries: np.ndarray, tmp: Path, args) -> N
     print(f"  a fresh process loads the vectors: CPU {statistics.median(load_plain):.0f} ms without the index, "
           f"{statistics.median(load_ivf):.0f} ms with it (median of 3)")
     code = ("import sys,numpy as np; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore; "
+            "from memrepo.retrieval.filters import Filters; "
             f"s=VectorStore(Path({str(store.dir)!r}), ann_above={n}).load(); q=np.load({str(tmp / 'q.npy')!r}); "
-            "[s.top(v, 30, statuses={'active'}) for v in q]; "
+            "[s.top(v, 30, Filters.where(statuses={'active'})) for v in q]; "
             "print(peak())")
     np.save(tmp / "q.npy", queries)
     base = "import numpy; from memrepo.retrieval.vectors import VectorStore; print(peak())"

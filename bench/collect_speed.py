@@ -217,10 +217,10 @@ def main() -> None:
     else:
         path = Path(args.vault)
     from memrepo import api
-    from memrepo.retrieval import search
+    from memrepo.retrieval import warm
     vault = api.Vault.find(explicit=path)
     api.search(vault, "warm up")  # opens the index and the searcher once, as the server does
-    searcher = search._warm(vault).index._cached_searcher()
+    searcher = warm.index(vault)._cached_searcher()
     n = searcher.doc_count()
     common, dfs = common_queries(searcher, n)
     agents = agent_queries(searcher, args.agents)

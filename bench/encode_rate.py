@@ -43,7 +43,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from memrepo.retrieval import embed  # noqa: E402
+from memrepo.retrieval import embed, encoder_process  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_retrieval", Path(__file__).resolve().parent / "retrieval.py")
 _retrieval = importlib.util.module_from_spec(_spec)
@@ -76,15 +76,15 @@ def serial(source: str, texts: list[str], encoder: embed.Encoder) -> dict:
     c = time.process_time()
     tokens = sum(len(backend.sp.encode(t, out_type=int, add_bos=True, add_eos=True)) for t in texts)
     tokenize = time.process_time() - c
-    saved = os.environ.get(embed.WORKERS_ENV)
-    os.environ[embed.WORKERS_ENV] = "1"  # the serial path, in this process
+    saved = os.environ.get(encoder_process.WORKERS_ENV)
+    os.environ[encoder_process.WORKERS_ENV] = "1"  # the serial path, in this process
     try:
         c = time.process_time()
         for _ in encoder.batches(texts):
             pass
         total = time.process_time() - c
     finally:
-        os.environ.pop(embed.WORKERS_ENV) if saved is None else os.environ.update({embed.WORKERS_ENV: saved})
+        os.environ.pop(encoder_process.WORKERS_ENV) if saved is None else os.environ.update({encoder_process.WORKERS_ENV: saved})
     n = len(texts)
     return {"source": source, "texts": n, "chars": round(sum(map(len, texts)) / n), "tokens": round(tokens / n, 1),
             "chars_per_token": round(sum(map(len, texts)) / tokens, 2),
@@ -98,7 +98,7 @@ def compare(source: str, texts: list[str], rounds: int) -> dict:
     import numpy as np
     model = embed.shared(embed.user_cache_dir())._load()
     embed._full_vocabulary(model)
-    chunks = [texts[i:i + embed.CHUNK] for i in range(0, len(texts), embed.CHUNK)]
+    chunks = [texts[i:i + encoder_process.CHUNK] for i in range(0, len(texts), encoder_process.CHUNK)]
     best = {"old": float("inf"), "new": float("inf")}
     diff, cosine = 0.0, 1.0
     for _ in range(rounds):
@@ -133,7 +133,7 @@ def parallel(texts: list[str]) -> dict:
     w, c = time.perf_counter(), cpu()
     n = sum(len(a) for a in encoder.batches(texts))
     wall, used = time.perf_counter() - w, cpu() - c
-    return {"parallel_texts": n, "workers": embed.workers(), "wall_s": round(wall, 1), "cpu_s": round(used, 1),
+    return {"parallel_texts": n, "workers": encoder_process.workers(), "wall_s": round(wall, 1), "cpu_s": round(used, 1),
             "texts_per_wall_s": round(n / wall, 1), "texts_per_cpu_s": round(n / used, 1)}
 
 

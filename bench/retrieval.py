@@ -4,6 +4,8 @@
         [--keywords] [--per-query-out DIR] [--json-out F]
     .venv/bin/python bench/retrieval.py --in-process [--semantic --vectors-dir DIR]
         [--set neighbour=0.3 --set prf_docs=3 ...] [--sweep mix_general=0.3,0.45,0.6]
+    .venv/bin/python bench/retrieval.py --folds [--in-process --semantic ...]
+    .venv/bin/python bench/retrieval.py --in-process --semantic --choose neighbour=0.3,0.2,0.5
 
 Converts the raw data with the kit's ``to_jsonl.py`` into a temporary folder (the data is
 never copied into this repository). By default it goes through the product, as a user
@@ -18,6 +20,12 @@ queries in this process; only this mode takes ``--set FIELD=VALUE`` to override 
 :class:`memrepo.retrieval.ranking.Tuning` field (ablations). Both modes give the same ranking with the
 default tuning. ``--semantic`` adds the vectors (kept in ``--vectors-dir`` between runs, so
 a sweep encodes nothing twice).
+
+``--folds`` reports each fold and the fold mean (``bench/folds.py``: leave one LoCoMo
+conversation out; four blocks of MADial dialogues), per category for LoCoMo: the figures to
+expect on data nobody tuned on. ``--choose FIELD=V1,V2,...`` (in-process, repeatable: a grid)
+re-chooses a constant the honest way: for each held-out fold the value best on the *other*
+folds, scored on the held-out one (list the shipped value first: ties keep it).
 """
 from __future__ import annotations
 
@@ -30,6 +38,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import folds  # noqa: E402  (bench/folds.py, beside this script)
 
 from memrepo.retrieval.fields import IndexDoc
 from memrepo.retrieval.index import MemoryIndex
@@ -97,8 +108,10 @@ class _Known:
 
 
 def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_dir: Path | None,
-            semantic: bool = False, vectors_dir: Path | None = None) -> dict:
-    """In-process: MemoryIndex directly (for ``--set`` ablations and ``--sweep``)."""
+            semantic: bool = False, vectors_dir: Path | None = None,
+            quiet: bool = False) -> tuple[list[dict], list[list[list[str]]]]:
+    """In-process: MemoryIndex directly (for ``--set`` ablations, ``--sweep`` and ``--choose``).
+    Returns the questions and, per tuning, every question's ranked ids."""
     mem, qry = convert(bench, name, work)
     memories = read_jsonl(mem)
     ix = MemoryIndex(work / f"{name}.index", tuning=tunings[0])
@@ -108,17 +121,15 @@ def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_d
     sem = None
     if semantic:
         from memrepo.retrieval import embed
-        from memrepo.retrieval.vectors import VecDoc, VectorStore
+        from memrepo.retrieval.vectors import VectorStore
         store = VectorStore((vectors_dir or work) / f"{name}.vectors")
         t0 = time.perf_counter()
-        store.rebuild([VecDoc(m["id"], embed.memory_text(m.get("summary", ""), m.get("body", "")), m["subject"],
-                              m.get("status", "active"), m.get("layer", "L1"), m.get("kind", "event"))
-                       for m in memories], embed.shared(), commit=None)
+        store.rebuild([to_doc(m) for m in memories], embed.shared(), commit=None)
         print(f"vectors: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         sem = (store.load(), _CachedQueries(embed.shared()))
     queries = read_jsonl(qry)
     ks = [int(k) for k in SETS[name][1].split(",")]
-    table = {}
+    runs = []
     for tuning in tunings:
         ix.tuning = tuning
         results, lat = [], []
@@ -127,15 +138,21 @@ def run_set(kit, bench: Path, name: str, work: Path, tunings: list[Tuning], pq_d
             res = ix.search(SearchQuery(q["question"], limit=max(ks), subject=q["conversation"]), semantic=sem)
             lat.append(time.perf_counter() - t)
             results.append([h.id for h in res.hits])
-        table = kit.score(queries, results, ks)
-        label = "hybrid" if semantic else "keywords"
-        changed = {f.name: getattr(tuning, f.name) for f in dataclasses.fields(tuning)
-                   if getattr(tuning, f.name) != getattr(Tuning(), f.name)}
-        kit.print_table(table, ks, f"memrepo search (in-process, {label}{' ' + str(changed) if changed else ''}): "
-                        f"{name} dev (index build {build:.1f} s)", lat)
+        runs.append(results)
+        if not quiet:
+            label = "hybrid" if semantic else "keywords"
+            kit.print_table(kit.score(queries, results, ks), ks, f"memrepo search (in-process, {label}"
+                            f"{' ' + str(changed(tuning)) if changed(tuning) else ''}): "
+                            f"{name} dev (index build {build:.1f} s)", lat)
         if pq_dir:
             write_per_query(pq_dir / f"{name}.jsonl", queries, results)
-    return table
+    return queries, runs
+
+
+def changed(tuning: Tuning) -> dict:
+    """The fields of ``tuning`` that differ from the shipped defaults."""
+    return {f.name: getattr(tuning, f.name) for f in dataclasses.fields(tuning)
+            if getattr(tuning, f.name) != getattr(Tuning(), f.name)}
 
 
 PRODUCT_ENV: dict[str, str] = {"MEMREPO_DAEMON": "0"}  # each CLI call its own process (no background server)
@@ -151,7 +168,7 @@ def memrepo_cli(*args: str, cwd: Path) -> str:
     return out.stdout
 
 
-def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) -> dict:
+def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) -> tuple[list[dict], list[list[str]]]:
     """Through the product: memrepo init + import, one batch search process, kit scoring."""
     mem, qry = convert(bench, name, work)
     vault = work / f"vault-{name}"
@@ -185,7 +202,7 @@ def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) ->
                     f"{elapsed:.1f} s, {1000 * elapsed / len(queries):.1f} ms each)", None)
     if pq_dir:
         write_per_query(pq_dir / f"{name}.jsonl", queries, results)
-    return table
+    return queries, results
 
 
 def write_per_query(path: Path, queries: list[dict], results: list[list[str]]) -> None:
@@ -200,19 +217,57 @@ def write_per_query(path: Path, queries: list[dict], results: list[list[str]]) -
                                 ensure_ascii=False) + "\n")
 
 
+def parse_value(base: Tuning, key: str, value: str):
+    """``value`` as the type of ``Tuning.<key>``."""
+    current = getattr(base, key)
+    if isinstance(current, bool):
+        return value.lower() in ("1", "true", "yes", "on")
+    if isinstance(current, tuple):
+        return eval(value)
+    return type(current)(value)
+
+
 def parse_sets(items: list[str]) -> Tuning:
     base = Tuning()
     changes = {}
     for item in items:
         key, _, value = item.partition("=")
-        current = getattr(base, key)
-        if isinstance(current, bool):
-            changes[key] = value.lower() in ("1", "true", "yes", "on")
-        elif isinstance(current, tuple):
-            changes[key] = eval(value)
-        else:
-            changes[key] = type(current)(value)
+        changes[key] = parse_value(base, key, value)
     return dataclasses.replace(base, **changes)
+
+
+def grid(base: Tuning, items: list[str]) -> dict[str, Tuning]:
+    """Every combination of the ``FIELD=V1,V2,...`` values, labelled, the first of each first."""
+    out = {"": base}
+    for item in items:
+        key, _, values = item.partition("=")
+        out = {f"{label} {key}={v}".strip(): dataclasses.replace(t, **{key: parse_value(base, key, v)})
+               for label, t in out.items() for v in values.split(",")}
+    return out
+
+
+def report_folds(kit, name: str, queries: list[dict], results: list[list[str]], title: str) -> dict:
+    """Per fold and fold mean of one ranking (the shipped one, or one ``--set``)."""
+    ks = [int(k) for k in SETS[name][1].split(",")]
+    mean = folds.print_folds(folds.fold_tables(kit, name, queries, results, ks), name, title, ks)
+    print(folds.summary_line(name, mean))
+    return mean
+
+
+def report_choice(kit, name: str, queries: list[dict], runs: dict[str, list[list[str]]], title: str) -> dict:
+    """The nested choice of ``--choose``: per held-out fold the value chosen on the others."""
+    ks = [int(k) for k in SETS[name][1].split(",")]
+    for label, results in runs.items():   # orientation only: these means saw every fold
+        mean = folds.mean_table(folds.fold_tables(kit, name, queries, results, ks))
+        print(f"  {label}: fold mean over all folds {folds.summary_line(name, mean).split(': ', 1)[1]}")
+    chosen = folds.choose(kit, name, queries, runs, ks)
+    tables = {fold: c["table"] for fold, c in chosen.items()}
+    labels = {fold: c["chosen"] + ("" if c["admissible"] else f" (chosen on {c['train_n']} < "
+                                   f"{folds.MIN_TRAIN} questions: not admissible)") for fold, c in chosen.items()}
+    mean = folds.print_folds(tables, name, title + ", each fold scored with the value chosen on the others",
+                             ks, labels=labels)
+    print(folds.summary_line(name, mean))
+    return {"chosen": labels, "mean": mean}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="index and search with MemoryIndex in this process (allows --set)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--sweep", metavar="FIELD=V1,V2,...", help="in-process: one run per value")
+    ap.add_argument("--folds", action="store_true",
+                    help="also report each fold and the fold mean (leave one conversation out)")
+    ap.add_argument("--choose", action="append", default=[], metavar="FIELD=V1,V2,...",
+                    help="in-process: per held-out fold, the value best on the other folds (implies --folds)")
     ap.add_argument("--semantic", action="store_true", help="in-process: hybrid ranking with vectors")
     ap.add_argument("--keywords", action="store_true",
                     help="product: keyword ranking only (MEMREPO_SEMANTIC=0), the side-by-side baseline")
@@ -231,26 +290,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-query-out", type=Path)
     ap.add_argument("--json-out", type=Path, help="write the per-category tables as JSON")
     args = ap.parse_args(argv)
-    if (args.set or args.sweep or args.semantic) and not args.in_process:
-        ap.error("--set, --sweep and --semantic need --in-process (the product runs the default tuning)")
+    if (args.set or args.sweep or args.semantic or args.choose) and not args.in_process:
+        ap.error("--set, --sweep, --choose and --semantic need --in-process (the product runs the default tuning)")
+    if args.sweep and args.choose:
+        ap.error("--sweep and --choose are two ways to vary a constant: use one")
     if args.keywords:
         PRODUCT_ENV["MEMREPO_SEMANTIC"] = "0"
     kit = load_kit(args.bench)
     tuning = parse_sets(args.set)
-    tunings = [tuning]
+    tunings = {"": tuning}
     if args.sweep:
-        key, _, values = args.sweep.partition("=")
-        tunings = [dataclasses.replace(tuning, **{key: type(getattr(tuning, key))(v)}) for v in values.split(",")]
-    tables = {}
+        tunings = grid(tuning, [args.sweep])
+    if args.choose:
+        tunings = grid(tuning, args.choose)
+    out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="memrepo-bench-") as tmp:
         for name in ([args.only] if args.only else list(SETS)):
+            ks = [int(k) for k in SETS[name][1].split(",")]
             if args.in_process:
-                tables[name] = run_set(kit, args.bench, name, Path(tmp), tunings, args.per_query_out,
-                                       args.semantic, args.vectors_dir)
+                queries, runs = run_set(kit, args.bench, name, Path(tmp), list(tunings.values()),
+                                        args.per_query_out, args.semantic, args.vectors_dir,
+                                        quiet=bool(args.choose))
+                mode = f"in-process, {'hybrid' if args.semantic else 'keywords'}"
             else:
-                tables[name] = run_product(kit, args.bench, name, Path(tmp), args.per_query_out)
+                queries, results = run_product(kit, args.bench, name, Path(tmp), args.per_query_out)
+                runs = [results]
+                mode = f"product, {'keywords' if args.keywords else 'hybrid'}"
+            out[name] = {"pooled": [kit.score(queries, r, ks) for r in runs]}
+            if args.choose:
+                out[name]["choice"] = report_choice(kit, name, queries, dict(zip(tunings, runs)),
+                                                    f"{name} dev ({mode}; --choose {' '.join(args.choose)})")
+            elif args.folds:
+                out[name]["folds"] = [report_folds(kit, name, queries, r, f"{name} dev ({mode}{' ' + label if label else ''})")
+                                      for label, r in zip(tunings, runs)]
     if args.json_out:
-        args.json_out.write_text(json.dumps(tables, indent=2, default=str) + "\n")
+        args.json_out.write_text(json.dumps(out, indent=2, default=str) + "\n")
     return 0
 
 

@@ -26,7 +26,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from memrepo.retrieval import embed  # noqa: E402
-from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore  # noqa: E402
+from memrepo.retrieval.fields import IndexDoc  # noqa: E402
+from memrepo.retrieval.filters import Facets, Filters  # noqa: E402
+from memrepo.retrieval.vector_snapshot import Stored  # noqa: E402
+from memrepo.retrieval.vectors import VectorStore  # noqa: E402
 
 
 def pct(xs, p):
@@ -44,7 +47,7 @@ def main(argv=None) -> int:
         store = VectorStore(Path(tmp) / "vectors")
         vecs = rng.standard_normal((args.n, embed.DIM), dtype=np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        entries = [(f"m{i:07d}", VecDocMeta(f"{i:024x}", f"subject-{i % 50}", "active", "L1", "event"), vecs[i])
+        entries = [(f"m{i:07d}", Stored(f"{i:024x}", Facets(f"subject-{i % 50}", "active", "L1", "event")), vecs[i])
                    for i in range(args.n)]
         t = time.perf_counter()
         store._write_snapshot(entries, None, [])
@@ -60,9 +63,10 @@ def main(argv=None) -> int:
         # process's peak over the exec) after the imports, and after the load plus one unfiltered
         # top-30, which touches every row of the memory map
         code = ("import numpy; from pathlib import Path; from memrepo.retrieval.vectors import VectorStore\n"
+                "from memrepo.retrieval.filters import Filters\n"
                 "def rss(): return int([x for x in open('/proc/self/status') if x.startswith('VmRSS')][0].split()[1])\n"
                 f"r0 = rss(); s = VectorStore(Path({str(store.dir)!r})).load()\n"
-                "s.top(numpy.ones(%d, dtype=numpy.float32) / %d ** 0.5, 30, statuses={'active'}); print(r0, rss())"
+                "s.top(numpy.ones(%d, dtype=numpy.float32) / %d ** 0.5, 30, Filters.where(statuses={'active'})); print(r0, rss())"
                 ) % (embed.DIM, embed.DIM)
         r0, r1 = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                          check=True).stdout.split())
@@ -74,7 +78,7 @@ def main(argv=None) -> int:
             lat, cpu = [], []
             for q in qs:
                 t, c = time.perf_counter(), time.process_time()
-                snap.top(q, 30, statuses={"active"}, **kw)
+                snap.top(q, 30, Filters.where(statuses={"active"}, **kw))
                 lat.append(1000 * (time.perf_counter() - t))
                 cpu.append(1000 * (time.process_time() - c))
             print(f"top-30 {label}: p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, 0.95):.1f} ms "
@@ -101,7 +105,10 @@ def main(argv=None) -> int:
         lat = []
         for i in range(20):
             t = time.perf_counter()  # wall: includes reloading the changed delta
-            store.apply([VecDoc(f"m{i:07d}", f"an edited memory number {i}", "subject-1", "active", "L1", "event")], [],
+            edited = IndexDoc(id=f"m{i:07d}", path=f"memories/L1/m{i:07d}.md", layer="L1", kind="event", subject="subject-1",
+                              fact=None, status="active", summary="", body=f"an edited memory number {i}", tags=(),
+                              created=None, updated=None)
+            store.apply([edited], [],
                         enc, commit=None)
             lat.append(1000 * (time.perf_counter() - t))
         print(f"apply one changed memory (encode + append): p50 {statistics.median(lat):.1f} ms, p95 {pct(lat, 0.95):.1f} ms")

@@ -26,12 +26,12 @@ _OWNERS = {
     "Vault": "memrepo.store.vault", "recover": "memrepo.store.vault",
     "add": "memrepo.review.writes", "import_jsonl": "memrepo.review.writes", "add_files": "memrepo.review.writes",
     "list_proposals": "memrepo.review.proposals", "card": "memrepo.review.proposals",
-    "apply": "memrepo.review.proposals", "reject": "memrepo.review.proposals",
+    "apply": "memrepo.lifecycle.memory_ci", "reject": "memrepo.review.proposals",
     "push_proposal": "memrepo.review.proposals",
     "why": "memrepo.review.provenance", "rollback": "memrepo.review.provenance",
     "fact_history": "memrepo.review.provenance",
     "get_proposal": "memrepo.review.bulk", "memories_of": "memrepo.review.proposals",
-    "apply_many": "memrepo.review.bulk", "reject_many": "memrepo.review.bulk",
+    "apply_many": "memrepo.lifecycle.memory_ci", "reject_many": "memrepo.review.bulk",
     "reviewer_name": "memrepo.review.bulk", "rollback_with_reason": "memrepo.review.bulk",
     "compare_url": "memrepo.review.forge", "compare_link": "memrepo.review.forge",
     "review_view": "memrepo.oversight.review_view", "review_markdown": "memrepo.oversight.review_view",
@@ -47,13 +47,16 @@ _OWNERS = {
     "validate_tree": "memrepo.review.validate", "validate_paths": "memrepo.review.validate",
     "validate_vault": "memrepo.review.validate",
     "search": "memrepo.retrieval.search", "search_many": "memrepo.retrieval.search",
-    "make_query": "memrepo.retrieval.search", "mark_useful": "memrepo.retrieval.search",
-    "rebuild": "memrepo.retrieval.search",
+    "make_query": "memrepo.retrieval.queries", "mark_useful": "memrepo.retrieval.search",
+    "rebuild": "memrepo.retrieval.sync",
     "reindex": "memrepo.retrieval.search", "catch_up": "memrepo.retrieval.search",
     "distill": "memrepo.lifecycle.distill_run", "known_patterns": "memrepo.lifecycle.distill_run",
     "decay": "memrepo.lifecycle.decay_run", "cleanup": "memrepo.lifecycle.decay_run",
     "build_graph": "memrepo.lifecycle.decay_run",
     "nightly": "memrepo.lifecycle.nightly",
+    "run_checks": "memrepo.lifecycle.memory_ci", "proposal_checks": "memrepo.lifecycle.memory_ci",
+    "add_check": "memrepo.lifecycle.memory_ci", "list_checks": "memrepo.lifecycle.memory_ci",
+    "workflow_text": "memrepo.lifecycle.ci_workflow", "write_workflow": "memrepo.lifecycle.ci_workflow",
     "schedule_text": "memrepo.lifecycle.schedule", "install_schedule": "memrepo.lifecycle.schedule",
     "recall": "memrepo.agents.recall", "recall_within": "memrepo.agents.recall", "context": "memrepo.agents.context",
     "flush": "memrepo.agents.flush", "flush_prompt": "memrepo.agents.flush",
@@ -78,18 +81,24 @@ _OWNERS = {
 __all__ = sorted([*_OWNERS, "init"])
 
 
-def init(path: str | os.PathLike) -> Vault:
-    """Create a vault (git repository on ``main``, layout, config) with the review hooks installed."""
+def init(path: str | os.PathLike, *, ci: str | None = None) -> Vault:
+    """Create a vault (git repository on ``main``, layout, config) with the review hooks installed;
+    ``ci`` ("github" or "gitlab") also commits the forge workflow that runs the recall checks."""
     from memrepo.errors import UsageError
     from memrepo.review import hooks
     from memrepo.store.vault import Vault
 
+    if ci is not None:
+        from memrepo.lifecycle import ci_workflow
+        ci_workflow.workflow_text(ci)  # a bad name is a usage error before anything is created
     vault = Vault.init(path)
     try:
         hooks.install(vault.root)
     except UsageError as e:
         vault.close()
         raise UsageError(f"created the vault {vault.root}, but without its hooks: {e}") from None
+    if ci is not None:
+        ci_workflow.write_workflow(vault, ci)
     return vault
 
 

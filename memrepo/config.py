@@ -167,7 +167,7 @@ def check(data: dict[str, Any]) -> tuple[list[Problem], list[str]]:
             choices = CHOICES.get((table, key))
             items = value if isinstance(value, list) else [value]
             wrong = [v for v in items if choices and v not in choices]
-            if wrong:
+            if wrong and choices:
                 problems.append(Problem(CONFIG_PATH, where, f"{wrong[0]!r} is not one of {', '.join(choices)}"))
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 low, high = RANGES.get((table, key), (0, None))
@@ -241,7 +241,7 @@ def policy_weakenings(old: Config, new: Config) -> list[tuple[str, str]]:
     if o.get("supersede_is_high") and not n.get("supersede_is_high"):
         found.append(("risk.supersede_is_high", "true -> false (overrides of an active fact skip review)"))
     oa, na = old.section("arbitration"), new.section("arbitration")
-    if _ARBITRATION_RANK.get(na.get("default"), 2) < _ARBITRATION_RANK.get(oa.get("default"), 2):
+    if _ARBITRATION_RANK.get(str(na.get("default")), 2) < _ARBITRATION_RANK.get(str(oa.get("default")), 2):
         found.append(("arbitration.default", f"{oa.get('default')!r} -> {na.get('default')!r}"))
     old_rules, new_rules = list(oa.get("rules") or []), list(na.get("rules") or [])
     added = [r for r in new_rules if r not in old_rules]

@@ -8,8 +8,9 @@ from "fix your input" (2, 5) from "it is not there" (3) from "the state moved" (
 exit  code         meaning
 ====  ===========  ==========================================================================
 0                  success
-1     failed       a check ran and found problems (``validate``, hooks); git or the disk failed
-                   before anything was committed (a committed write never exits 1)
+1     failed       a check ran and found problems (``validate``, hooks), a recall check regressed
+                   (``check run``: it passes on the base and fails on the version checked); git
+                   or the disk failed before anything was committed (a committed write never exits 1)
 2     usage        a malformed command line or option value (unknown enum value, bad date)
 3     not_found    no such memory, proposal, commit, file or vault
 4     conflict     the state contradicts the request (stale proposal, already applied)
@@ -113,9 +114,9 @@ class InvalidData(MemrepoError):
     code = "invalid"
 
     def __init__(self, problems: list[Problem] | tuple[Problem, ...] | str, hint: str = ""):
-        if isinstance(problems, str):
-            problems, hint = (), problems
-        self.problems = tuple(problems)
+        if isinstance(problems, str):   # a message alone: no problem list
+            hint = problems
+        self.problems: tuple[Problem, ...] = () if isinstance(problems, str) else tuple(problems)
         lines = [str(p) for p in self.problems]
         if hint:
             lines.append(hint)

@@ -41,6 +41,19 @@ run memrepo search "数据库"
 run memrepo search "can we auto publish releases?"
 run memrepo search "quantum chromodynamics lecture notes" --json
 
+step "5b. Memory CI: recall checks that a proposal must pass before it is applied"
+ids() { python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+POOL=$(memrepo list --subject project-alpha --kind knowledge --json | ids)
+RULE=$(memrepo list --subject project-alpha --fact release.auto_publish --status active --json | ids)
+run memrepo check add "数据库连接池最大线程数是多少？" --expect "$POOL" --top 1
+run memrepo check add "能自动发布吗？" --expect "$RULE" --by-fact --top 3   # follows the fact through supersedes
+run memrepo add --subject ops --kind constraint --summary "数据库连接池最大线程数是多少？以运维手册为准" \
+    --body "回答连接池问题前先查运维手册。"
+P3=$(memrepo proposals --json | ids)
+printf '$ memrepo review %s | tail -3\n' "$P3"; memrepo review "$P3" | tail -3
+if memrepo apply "$P3"; then echo "unexpected: applied"; exit 1; else echo "(refused with exit $?: the regression is caught)"; fi
+run memrepo reject "$P3" --why "buries the pool size the agent needs"
+
 step "6. A model-inferred override is high risk too; apply it, then undo it with git revert"
 run memrepo add --subject project-alpha --fact release.auto_publish --kind state --source model-inference \
     --summary "允许自动发布" --body "Inferred from the last three green releases."

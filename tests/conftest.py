@@ -14,25 +14,31 @@ from memrepo.store.vault import Vault
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory, monkeypatch):
-    """No test reads or writes the real HOME, git config or vault environment."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
-    for key in ("MEMREPO_VAULT", "MEMREPO_AUTHOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(key, raising=False)
-    subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
-    subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
-    subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
-    monkeypatch.setenv("MEMREPO_LOCK_TIMEOUT", "10")
-    # Keyword ranking unless a test asks for the semantic layer (tests/test_semantic.py):
-    # loading the model costs about a second per process.
-    monkeypatch.setenv("MEMREPO_SEMANTIC", "0")
-    # No background server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
-    monkeypatch.setenv("MEMREPO_DAEMON", "0")
-    yield
+def isolated_env(tmp_path_factory):
+    """No test reads or writes the real HOME, git config or vault environment.
+
+    The isolation has its own MonkeyPatch, not the test's ``monkeypatch``: a test that calls
+    ``monkeypatch.undo()`` to drop its own patches must not also drop these (on a machine
+    without a global git identity its next commit would fail, and the CLI would start a
+    background server)."""
+    with pytest.MonkeyPatch.context() as patch:
+        home = tmp_path_factory.mktemp("home")
+        for key, value in ISOLATION.items():
+            patch.setenv(key, value.format(home=home))
+        for key in ("MEMREPO_VAULT", "MEMREPO_AUTHOR", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+            patch.delenv(key, raising=False)
+        subprocess.run(["git", "config", "--global", "user.name", "Test Person"], check=True)
+        subprocess.run(["git", "config", "--global", "user.email", "test@example.invalid"], check=True)
+        subprocess.run(["git", "config", "--global", "init.defaultBranch", "main"], check=True)
+        yield
+
+
+# The environment of every test. Keyword ranking unless a test asks for the semantic layer
+# (tests/test_semantic.py): loading the model costs about a second per process. No background
+# server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
+ISOLATION = {"HOME": "{home}", "XDG_CONFIG_HOME": "{home}/.config", "GIT_CONFIG_NOSYSTEM": "1",
+             "GIT_CONFIG_GLOBAL": "{home}/.gitconfig", "MEMREPO_LOCK_TIMEOUT": "10",
+             "MEMREPO_SEMANTIC": "0", "MEMREPO_DAEMON": "0"}
 
 
 @pytest.fixture
@@ -128,3 +134,23 @@ def on_a_terminal(argv: list[str], *, stream: str = "stdout", env: dict[str, str
     proc.wait()
     os.close(leader)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def index_doc(memory_id: str, text: str, subject: str = "s0", status: str = "active", layer: str = "L1",
+              kind: str = "event", tags: tuple[str, ...] = (), created: int | None = None):
+    """A memory as the index and the vectors read it, whose embedded text is ``text``
+    (``tags``: tag terms; ``created``: epoch seconds)."""
+    from datetime import UTC, datetime
+
+    from memrepo.retrieval.fields import IndexDoc
+    when = None if created is None else datetime.fromtimestamp(created, UTC).isoformat()
+    return IndexDoc(id=memory_id, path=f"memories/{layer}/{memory_id}.md", layer=layer, kind=kind, subject=subject,
+                    fact=None, status=status, summary="", body=text, tags=tuple(tags), created=when, updated=None)
+
+
+def stored(text_hash: str, subject: str, status: str, layer: str, kind: str, tags: tuple[str, ...] = (),
+           created: int | None = None):
+    """What the vectors keep of a memory beside its vector."""
+    from memrepo.retrieval.filters import Facets
+    from memrepo.retrieval.vector_snapshot import Stored
+    return Stored(text_hash, Facets(subject, status, layer, kind, tuple(tags), created))

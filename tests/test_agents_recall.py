@@ -77,7 +77,7 @@ def test_recall_cli_json_transcript_on_stdin_and_session_log(filled):
     assert set(data) >= {"query", "memories", "nothing_relevant", "chars"}
     assert data["query"] == "why did we decide not to restart the service?"
     assert data["memories"][0]["summary"] == "Do not restart the payment service"
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     assert data["memories"][0]["id"] in stats(filled).recall_summary()  # logged as search --log does
 
 

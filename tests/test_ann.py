@@ -10,9 +10,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import index_doc, stored
 
-from memrepo.retrieval import embed, vectors
-from memrepo.retrieval.vectors import VecDoc, VecDocMeta, VectorStore
+from memrepo.retrieval import embed, ivf, vector_snapshot, vectors
+from memrepo.retrieval.fields import IndexDoc
+from memrepo.retrieval.filters import Filters
+from memrepo.retrieval.vectors import VectorStore
 
 N = 3000
 ABOVE = 1000  # the tests' ann_above: their snapshots are small
@@ -39,7 +42,7 @@ def fields(i: int) -> tuple[str, str, str, str]:
 
 def write(path, vecs, *, ann_above=ABOVE, commit="c1") -> VectorStore:
     store = VectorStore(path, ann_above=ann_above)
-    store._write_snapshot([(f"m{i:05d}", VecDocMeta(f"h{i}", *fields(i)), vecs[i]) for i in range(len(vecs))],
+    store._write_snapshot([(f"m{i:05d}", stored(f"h{i}", *fields(i)), vecs[i]) for i in range(len(vecs))],
                           commit, [])
     return store
 
@@ -51,15 +54,15 @@ def exact(vecs, q, k, keep) -> list[str]:
 
 
 class Vectors:
-    """Delta rows for ``apply``: VecDoc texts mapped to given vectors."""
+    """Delta rows for ``apply``: memories' texts mapped to given vectors."""
 
     def __init__(self):
         self.by_text: dict[str, np.ndarray] = {}
 
-    def doc(self, mid: str, vec: np.ndarray, subject="s0", status="active", layer="L1", kind="event") -> VecDoc:
+    def doc(self, mid: str, vec: np.ndarray, subject="s0", status="active", layer="L1", kind="event") -> IndexDoc:
         text = f"text of {mid} {len(self.by_text)}"
         self.by_text[text] = vec
-        return VecDoc(mid, text, subject, status, layer, kind)
+        return index_doc(mid, text, subject, status, layer, kind)
 
     def batches(self, texts, progress=None):
         yield np.stack([self.by_text[t] for t in texts])
@@ -74,17 +77,17 @@ def test_ann_top_k_finds_nearly_all_of_the_exact_top_k(tmp_path, data, monkeypat
     """Recall@10 against the exact scan on clustered vectors (a row's nearest other row at cosine
     ~0.35): 0.9975 here with 7 of 219 lists probed (~3 % of the rows read); a list assignment
     gone wrong gives ~0.03, so 0.95 is the bound. bench/ann.py measures 20k and 100k."""
-    monkeypatch.setattr(vectors, "ANN_PROBE_MIN", 1)  # 3 % of the lists, as at 100k rows
+    monkeypatch.setattr(ivf, "ANN_PROBE_MIN", 1)  # 3 % of the lists, as at 100k rows
     snap = write(tmp_path / "v", data).load()
-    assert snap.ivf is not None and snap.uses_ann(statuses={"active"})
+    assert snap.ivf is not None and snap.uses_ann(Filters.where(statuses={"active"}))
     hits, total = 0, 0
     for q in queries(data):
-        got = [mid for mid, _ in snap.top(q, 10, statuses={"active"})]
+        got = [mid for mid, _ in snap.top(q, 10, Filters.where(statuses={"active"}))]
         want = exact(data, q, 10, lambda i: fields(i)[1] == "active")
         hits += len(set(got) & set(want))
         total += 10
         # the cosines are exact, and the order is theirs
-        assert all(abs(c - float(data[int(m[1:])] @ q)) < 1e-5 for m, c in snap.top(q, 10, statuses={"active"}))
+        assert all(abs(c - float(data[int(m[1:])] @ q)) < 1e-5 for m, c in snap.top(q, 10, Filters.where(statuses={"active"})))
     assert hits / total >= 0.95
 
 
@@ -98,7 +101,7 @@ def test_every_answer_is_inside_the_pool(tmp_path, data):
                docs.doc("m00004", near, subject="s3", status="superseded", layer="L2", kind="event"),
                docs.doc("new01", near, subject="s3", status="active", layer="L1", kind="fact"),
                docs.doc("new02", near, subject="s9", status="active", layer="L1", kind="fact")]
-    top_before = [m for m, _ in store.load().top(near, 5, statuses={"active"})]
+    top_before = [m for m, _ in store.load().top(near, 5, Filters.where(statuses={"active"}))]
     store.apply(upserts, top_before[:3], docs, commit="c2")
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
     live = {mid: meta for mid, meta, _ in snap.items()}
@@ -107,16 +110,16 @@ def test_every_answer_is_inside_the_pool(tmp_path, data):
         for flt in ({"statuses": {"active"}}, {"statuses": {"active", "archived"}}, {"statuses": None},
                     {"statuses": {"active"}, "layer": "L1"}, {"statuses": {"active"}, "kind": "fact"},
                     {"statuses": {"active"}, "subject": "s3"}, {"statuses": {"superseded"}}):
-            got = snap.top(q + rng.normal(0, 0.001, embed.DIM).astype(np.float32), 20, **flt)
+            got = snap.top(q + rng.normal(0, 0.001, embed.DIM).astype(np.float32), 20, Filters.where(**flt))
             assert len(got) == 20
             for mid, _ in got:
                 meta = live[mid]
-                assert flt["statuses"] is None or meta.status in flt["statuses"]
-                assert all(getattr(meta, f) == flt[f] for f in ("layer", "kind", "subject") if f in flt)
+                assert flt["statuses"] is None or meta.facets.status in flt["statuses"]
+                assert all(getattr(meta.facets, f) == flt[f] for f in ("layer", "kind", "subject") if f in flt)
     # the delta is exact and wins over the snapshot's row of the same memory
-    got = [m for m, _ in snap.top(near, 3, statuses={"active"})]
+    got = [m for m, _ in snap.top(near, 3, Filters.where(statuses={"active"}))]
     assert {"m00003", "new01", "new02"} == set(got)
-    assert "m00004" not in [m for m, _ in snap.top(near, 50, statuses={"active"})]
+    assert "m00004" not in [m for m, _ in snap.top(near, 50, Filters.where(statuses={"active"}))]
 
 
 def test_the_delta_seen_by_a_loaded_state_follows_each_change(tmp_path, data):
@@ -129,33 +132,33 @@ def test_the_delta_seen_by_a_loaded_state_follows_each_change(tmp_path, data):
     store.apply([docs.doc("new01", near, subject="s3")], [], docs, commit="c2")
     snap = store.load()
     assert snap is first  # the loaded state is updated in place
-    assert snap.top(near, 1, statuses={"active"})[0][0] == "new01"
-    assert snap.top(near, 1, statuses={"active"}, subject="s3")[0][0] == "new01"
+    assert snap.top(near, 1, Filters.where(statuses={"active"}))[0][0] == "new01"
+    assert snap.top(near, 1, Filters.where(statuses={"active"}, subject="s3"))[0][0] == "new01"
     store.apply([docs.doc("new01", near, subject="s4")], [], docs, commit="c3")
-    assert store.load().top(near, 1, statuses={"active"}, subject="s4")[0][0] == "new01"
-    assert "new01" not in [m for m, _ in store.load().top(near, 30, statuses={"active"}, subject="s3")]
+    assert store.load().top(near, 1, Filters.where(statuses={"active"}, subject="s4"))[0][0] == "new01"
+    assert "new01" not in [m for m, _ in store.load().top(near, 30, Filters.where(statuses={"active"}, subject="s3"))]
     store.apply([], ["new01"], docs, commit="c4")
-    assert "new01" not in [m for m, _ in store.load().top(near, 30, statuses={"active"})]
+    assert "new01" not in [m for m, _ in store.load().top(near, 30, Filters.where(statuses={"active"}))]
     vectors._LOADED.clear()
     fresh = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
-    assert fresh is not first and "new01" not in [m for m, _ in fresh.top(near, 30, statuses=None)]
+    assert fresh is not first and "new01" not in [m for m, _ in fresh.top(near, 30, Filters.where(statuses=None))]
 
 
 def test_the_threshold_and_a_narrow_pool_keep_the_exact_scan(tmp_path, data):
     small = write(tmp_path / "small", data, ann_above=N + 1).load()
     assert small.ivf is None and not (tmp_path / "small" / "snap-000001.ivf.npy").exists()
-    assert not small.uses_ann(statuses={"active"})
+    assert not small.uses_ann(Filters.where(statuses={"active"}))
     big = write(tmp_path / "big", data).load()
-    assert big.uses_ann(statuses={"active"}) and big.uses_ann(layer="L1")       # 80 %, 50 % of the rows
-    assert not big.uses_ann(subject="s3") and not big.uses_ann(statuses={"archived"})  # 1/7, 1/10
+    assert big.uses_ann(Filters.where(statuses={"active"})) and big.uses_ann(Filters.where(layer="L1"))       # 80 %, 50 % of the rows
+    assert not big.uses_ann(Filters.where(subject="s3")) and not big.uses_ann(Filters.where(statuses={"archived"}))  # 1/7, 1/10
     for q in queries(data, 10):
         want = exact(data, q, 10, lambda i: fields(i)[0] == "s3" and fields(i)[1] == "active")
-        assert [m for m, _ in big.top(q, 10, subject="s3", statuses={"active"})] == want
-        assert [m for m, _ in small.top(q, 10, statuses={"active"})] == \
+        assert [m for m, _ in big.top(q, 10, Filters.where(subject="s3", statuses={"active"}))] == want
+        assert [m for m, _ in small.top(q, 10, Filters.where(statuses={"active"}))] == \
             exact(data, q, 10, lambda i: fields(i)[1] == "active")
     # the threshold is read per store: the same loaded snapshot searched with a higher one is exact
-    assert not VectorStore(tmp_path / "big", ann_above=N + 1).load().uses_ann(statuses={"active"})
-    assert VectorStore(tmp_path / "big", ann_above=0).ann_above == vectors.ANN_ABOVE
+    assert not VectorStore(tmp_path / "big", ann_above=N + 1).load().uses_ann(Filters.where(statuses={"active"}))
+    assert VectorStore(tmp_path / "big", ann_above=0).ann_above == vector_snapshot.ANN_ABOVE
 
 
 @pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "fewer lists", "wrong width", "wrong type"])
@@ -174,9 +177,9 @@ def test_a_missing_or_broken_index_searches_exactly(tmp_path, data, damage):
                 if damage == "wrong width" else centroids.astype(np.float64))
     vectors._LOADED.clear()
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
-    assert snap.ivf is None and not snap.uses_ann(statuses={"active"})
+    assert snap.ivf is None and not snap.uses_ann(Filters.where(statuses={"active"}))
     for q in queries(data, 5):
-        assert [m for m, _ in snap.top(q, 10, statuses={"active"})] == \
+        assert [m for m, _ in snap.top(q, 10, Filters.where(statuses={"active"}))] == \
             exact(data, q, 10, lambda i: fields(i)[1] == "active")
 
 
@@ -207,7 +210,7 @@ def test_an_index_beside_a_format_1_snapshot_is_ignored(tmp_path, data):
     snap = VectorStore(tmp_path / "old", ann_above=ABOVE).load()
     assert snap.ivf is None and snap.matrix_row is None
     q = queries(data, 1)[0]
-    assert [m for m, _ in snap.top(q, 10, statuses={"active"})] == exact(data, q, 10, lambda i: fields(i)[1] == "active")
+    assert [m for m, _ in snap.top(q, 10, Filters.where(statuses={"active"}))] == exact(data, q, 10, lambda i: fields(i)[1] == "active")
 
 
 def test_a_compaction_keeps_the_centroids_and_writes_the_new_snapshots_index(tmp_path, data, monkeypatch):
@@ -231,7 +234,7 @@ def test_a_compaction_keeps_the_centroids_and_writes_the_new_snapshots_index(tmp
     row = {str(m): i for i, m in enumerate(snap.ids)}
     assert all(labels[row[f"m{i:05d}"]] == old_labels[i] for i in range(N) if i not in (2, 5, 12))
     assert labels[row["add0"]] == int(np.argmax(first.centroids @ near))
-    got = [m for m, _ in snap.top(near, 5, statuses={"active"})]
+    got = [m for m, _ in snap.top(near, 5, Filters.where(statuses={"active"}))]
     assert set(got) == {"add0", "add1", "add2", "add3", "m00005"}
 
 
@@ -242,31 +245,31 @@ def test_a_full_rebuild_trains_anew_and_is_deterministic(tmp_path, data):
     assert np.array_equal(a.centroids, b.centroids) and np.array_equal(a.order, b.order)
     assert np.array_equal(a.offsets, b.offsets)
     assert (tmp_path / "a" / "snap-000001.vecs.npy").read_bytes() == (tmp_path / "b" / "snap-000001.vecs.npy").read_bytes()
-    assert len(a.centroids) == round(vectors.ANN_LISTS * np.sqrt(N))
+    assert len(a.centroids) == round(ivf.ANN_LISTS * np.sqrt(N))
     docs = Vectors()
     store = VectorStore(tmp_path / "a", ann_above=ABOVE)
     store.rebuild([docs.doc(f"m{i:05d}", data[i]) for i in range(N - 500)], docs, commit="c2")
     rebuilt = store.load().ivf
-    assert rebuilt is not None and rebuilt.trained_on == N - 500 and len(rebuilt.centroids) == round(vectors.ANN_LISTS * np.sqrt(N - 500))
+    assert rebuilt is not None and rebuilt.trained_on == N - 500 and len(rebuilt.centroids) == round(ivf.ANN_LISTS * np.sqrt(N - 500))
 
 
 def test_a_crash_before_meta_flips_leaves_the_old_snapshot_searchable(tmp_path, data, monkeypatch):
     store = write(tmp_path / "v", data)
     q = queries(data, 1)[0]
-    before = store.load().top(q, 10, statuses={"active"})
+    before = store.load().top(q, 10, Filters.where(statuses={"active"}))
 
     def crash(path, payload):
         raise OSError("disk full")  # the new snapshot's files are written, meta.json is not
 
     monkeypatch.setattr(vectors, "_atomic_write", crash)
     with pytest.raises(OSError):
-        store._write_snapshot([(f"x{i:05d}", VecDocMeta(f"g{i}", *fields(i)), data[i]) for i in range(N)], "c2", [])
+        store._write_snapshot([(f"x{i:05d}", stored(f"g{i}", *fields(i)), data[i]) for i in range(N)], "c2", [])
     monkeypatch.undo()
     assert (tmp_path / "v" / "snap-000002.ivf.npy").exists()
     assert json.loads((tmp_path / "v" / "meta.json").read_text())["snapshot"] == "snap-000001"
     vectors._LOADED.clear()
     snap = VectorStore(tmp_path / "v", ann_above=ABOVE).load()
-    assert snap.ivf is not None and snap.top(q, 10, statuses={"active"}) == before
+    assert snap.ivf is not None and snap.top(q, 10, Filters.where(statuses={"active"})) == before
     # the next write reuses the name and must not pick up the crashed write's index
     write(tmp_path / "v", data[:ABOVE - 1], commit="c3")
     assert not (tmp_path / "v" / "snap-000002.ivf.npy").exists()
@@ -285,9 +288,9 @@ def test_ann_above_is_a_checked_config_value(tmp_path):
 def test_search_reads_ann_above_from_the_config_and_answers_through_the_index(vault, monkeypatch, tmp_path_factory):
     """End to end with the model: ``[search] ann_above`` reaches the vectors' store, the inline
     build writes a snapshot with an index, and a question finds its memory through it."""
-    from memrepo.retrieval import search
+    from memrepo.retrieval import search, semantic
     from memrepo.review import writes as memories
-    assert search._vector_store(vault).ann_above == vectors.ANN_ABOVE  # absent: the default
+    assert semantic.vector_store(vault).ann_above == vector_snapshot.ANN_ABOVE  # absent: the default
     if not embed.available():
         pytest.skip("the embedding model package is not installed")
     monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
@@ -303,10 +306,10 @@ def test_search_reads_ann_above_from_the_config_and_answers_through_the_index(va
     for mid, text in texts.items():
         memories.add(vault, {"id": mid, "subject": "proj", "summary": text}, text)
     result, _ = search.search(vault, "我们家去年春天领养的小狗叫什么名字？", limit=3)
-    store = search._vector_store(vault)
+    store = semantic.vector_store(vault)
     assert store.ann_above == 4 and store.meta()["format"] == vectors.FORMAT_IVF
     snap = store.load()
-    assert snap.ivf is not None and snap.uses_ann(statuses={"active"})
+    assert snap.ivf is not None and snap.uses_ann(Filters.where(statuses={"active"}))
     assert result.semantic == "hybrid" and result.hits[0].id == "dog"
 
 
@@ -318,7 +321,7 @@ def tagged(i: int) -> tuple[tuple[str, ...], int | None]:
 
 def write_tagged(path, vecs) -> VectorStore:
     store = VectorStore(path, ann_above=ABOVE)
-    store._write_snapshot([(f"m{i:05d}", VecDocMeta(f"h{i}", *fields(i), *tagged(i)), vecs[i]) for i in range(len(vecs))],
+    store._write_snapshot([(f"m{i:05d}", stored(f"h{i}", *fields(i), *tagged(i)), vecs[i]) for i in range(len(vecs))],
                           "c1", [])
     return store
 
@@ -338,35 +341,35 @@ def test_a_tag_or_a_date_filter_searches_its_own_pool(tmp_path, data):
     }
     args = {"rare": {"tag": "rare"}, "t3": {"tag": "t3"}, "since": {"since": since},
             "rare since": {"tag": "rare", "since": since}}
-    assert snap.uses_ann(statuses={"active"}, since=since)          # 5/6 of the rows: the IVF index
-    assert not snap.uses_ann(statuses={"active"}, tag="rare")       # 31 rows: exact
+    assert snap.uses_ann(Filters.where(statuses={"active"}, since=since))          # 5/6 of the rows: the IVF index
+    assert not snap.uses_ann(Filters.where(statuses={"active"}, tag="rare"))       # 31 rows: exact
     for q in queries(data, 10):
         # filtering the overall nearest 30 afterwards would leave fewer than 10 of the rare tag
-        overall = [m for m, _ in snap.top(q, 30, statuses={"active"})]
+        overall = [m for m, _ in snap.top(q, 30, Filters.where(statuses={"active"}))]
         assert len([m for m in overall if "rare" in tagged(int(m[1:]))[0]]) < 10
         for name, keep in in_pool.items():
-            got = [m for m, _ in snap.top(q, 10, statuses={"active"}, **args[name])]
+            got = [m for m, _ in snap.top(q, 10, Filters.where(statuses={"active"}, **args[name]))]
             want = exact(data, q, 10, lambda i, keep=keep: keep(i) and fields(i)[1] == "active")
             if name == "since":   # the IVF index: inside the pool, nearly the exact top
                 assert all(in_pool["since"](int(m[1:])) for m in got) and len(set(got) & set(want)) >= 8
             else:
                 assert got == want and len(got) == 10, name
-    assert snap.top(queries(data, 1)[0], 5, tag="no-such-tag") == []
+    assert snap.top(queries(data, 1)[0], 5, Filters.where(tag="no-such-tag")) == []
     # the delta carries tags and dates, and a compaction keeps them
     docs = Vectors()
     near = queries(data, 1, seed=21)[0]
     moved = docs.doc("m00097", near)                   # was "rare": now without tags
-    fresh = VecDoc("new01", "a new rare memory", "s0", "active", "L1", "event", ("rare",), since + 1)
-    docs.by_text[fresh.text] = near
+    fresh = index_doc("new01", "a new rare memory", "s0", "active", "L1", "event", ("rare",), since + 1)
+    docs.by_text[fresh.body] = near
     store.apply([moved, fresh], [], docs, commit="c2")
     snap = store.load()
-    got = [m for m, _ in snap.top(near, 3, statuses={"active"}, tag="rare", since=since)]
-    assert got[0] == "new01" and "m00097" not in [m for m, _ in snap.top(near, 40, tag="rare")]
+    got = [m for m, _ in snap.top(near, 3, Filters.where(statuses={"active"}, tag="rare", since=since))]
+    assert got[0] == "new01" and "m00097" not in [m for m, _ in snap.top(near, 40, Filters.where(tag="rare"))]
     store._write_snapshot(sorted(snap.items(), key=lambda e: e[0]), "c3", [], previous=snap)
     vectors._LOADED.clear()
     again = store.load()
-    assert [m for m, _ in again.top(near, 3, statuses={"active"}, tag="rare", since=since)] == got
-    assert dict((m, meta) for m, meta, _ in again.items())["m00194"].tags == tagged(194)[0]
+    assert [m for m, _ in again.top(near, 3, Filters.where(statuses={"active"}, tag="rare", since=since))] == got
+    assert dict((m, meta) for m, meta, _ in again.items())["m00194"].facets.tags == tagged(194)[0]
 
 
 def test_vectors_of_the_format_without_tags_are_reused_not_encoded_again(tmp_path, data):
@@ -384,7 +387,7 @@ def test_vectors_of_the_format_without_tags_are_reused_not_encoded_again(tmp_pat
         def batches(self, texts, progress=None):
             raise AssertionError(f"{len(texts)} texts encoded again")
     texts = {f"h{i}": f"text {i}" for i in range(50)}
-    docs = [VecDoc(f"m{i:05d}", texts[f"h{i}"], *fields(i), *tagged(i)) for i in range(50)]
+    docs = [index_doc(f"m{i:05d}", texts[f"h{i}"], *fields(i), *tagged(i)) for i in range(50)]
     # the rebuild finds each text's vector by its hash: make the old rows' hashes those of the texts
     arrays["hashes"] = np.array([embed.text_hash(texts[f"h{i}"]) for i in range(50)], dtype=str)
     np.savez(tmp_path / "v" / f"{meta['snapshot']}.rows.npz", **arrays)
@@ -392,7 +395,7 @@ def test_vectors_of_the_format_without_tags_are_reused_not_encoded_again(tmp_pat
     assert store.rebuild(docs, NoEncoding(), commit="c2") == 50
     snap = store.load()
     assert store.ready() and snap.count() == 50
-    assert [m for m, _ in snap.top(data[0], 3, tag="rare")] == ["m00000"]
+    assert [m for m, _ in snap.top(data[0], 3, Filters.where(tag="rare"))] == ["m00000"]
 
 
 class Batched:
@@ -418,7 +421,7 @@ def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
     interrupted writes (bit for bit), and the partial file is gone. A record whose checksum fails
     and a torn last record are encoded again, never used."""
     by_text = {f"text {i}": data[i] for i in range(95)}
-    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
+    docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
     clean = VectorStore(tmp_path / "clean")
     clean.rebuild(docs, Batched(by_text), commit="c1")
 
@@ -452,7 +455,7 @@ def test_a_build_killed_twice_keeps_what_each_encoded(tmp_path, data):
     """A torn last record is cut off before the next build appends: killed again, that build's
     vectors are still read back (misaligned, every one of them would fail its checksum)."""
     by_text = {f"text {i}": data[i] for i in range(95)}
-    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
+    docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
     store = VectorStore(tmp_path / "v")
     with pytest.raises(KeyboardInterrupt):
         store.rebuild(docs, Batched(by_text, dies_after=3), commit="c1")
@@ -474,7 +477,7 @@ def test_a_snapshot_removes_a_killed_builds_partial_file(tmp_path, data):
     """A reindex killed on a vault whose vectors stay readable leaves its partial file; the next
     snapshot written (a compaction of the delta) removes it."""
     by_text = {f"text {i}": data[i] for i in range(40)}
-    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(40)]
+    docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(40)]
     store = VectorStore(tmp_path / "v")
     store.rebuild(docs[:20], Batched(by_text), commit="c1")
     with pytest.raises(KeyboardInterrupt):
@@ -486,7 +489,7 @@ def test_a_snapshot_removes_a_killed_builds_partial_file(tmp_path, data):
 
 def test_a_partial_file_of_another_model_is_not_used(tmp_path, data):
     by_text = {f"text {i}": data[i] for i in range(30)}
-    docs = [VecDoc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(30)]
+    docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(30)]
     with pytest.raises(KeyboardInterrupt):
         VectorStore(tmp_path / "v", model="other-model/1").rebuild(docs, Batched(by_text, dies_after=2), commit="c1")
     assert len(list((tmp_path / "v").glob("encoded-*.partial"))) == 1
@@ -502,7 +505,7 @@ def _docs(data, n, edited=()):
         mid = f"m{i:05d}"
         text, vec = (f"edited {i}", data[n + i]) if mid in edited else (f"text {i}", data[i])
         by_text[text] = vec
-        docs.append(VecDoc(mid, text, *fields(i)))
+        docs.append(index_doc(mid, text, *fields(i)))
     return by_text, docs
 
 
@@ -512,7 +515,7 @@ def test_a_new_snapshot_never_inherits_an_old_delta(tmp_path, data):
     by_text, docs = _docs(data, 20)
     store = VectorStore(tmp_path / "v")
     store.rebuild(docs, Batched(by_text), commit="c1")
-    store.apply([VecDoc("m00003", "moved 3", *fields(3))], [], Batched({"moved 3": data[60]}), commit="c2")
+    store.apply([index_doc("m00003", "moved 3", *fields(3))], [], Batched({"moved 3": data[60]}), commit="c2")
     assert list((tmp_path / "v").glob("*.delta.jsonl"))
     (tmp_path / "v" / "meta.json").write_text("")
     by_text, docs = _docs(data, 20, edited={"m00003"})
@@ -529,12 +532,12 @@ def test_a_torn_delta_line_does_not_swallow_the_next_change(tmp_path, data):
     store = VectorStore(tmp_path / "v")
     store.rebuild(docs, Batched(by_text), commit="c1")
     enc = Batched({f"new {i}": data[100 + i] for i in range(3)})
-    store.apply([VecDoc("n0", "new 0", *fields(0))], [], enc, commit="c2")
+    store.apply([index_doc("n0", "new 0", *fields(0))], [], enc, commit="c2")
     [delta] = (tmp_path / "v").glob("*.delta.jsonl")
     with open(delta, "ab") as fh:
         fh.write(delta.read_bytes()[:150])   # a torn append
-    store.apply([VecDoc("n1", "new 1", *fields(1))], [], enc, commit="c3")
-    store.apply([VecDoc("n2", "new 2", *fields(2))], [], enc, commit="c4")
+    store.apply([index_doc("n1", "new 1", *fields(1))], [], enc, commit="c3")
+    store.apply([index_doc("n2", "new 2", *fields(2))], [], enc, commit="c4")
     vectors._LOADED.clear()
     fresh = VectorStore(tmp_path / "v").load()
     assert all(fresh.vector(f"n{i}") is not None for i in range(3))
@@ -548,7 +551,7 @@ def test_an_unchanged_memory_adds_nothing_to_the_delta(tmp_path, data):
     by_text, docs = _docs(data, 10)
     store = VectorStore(tmp_path / "v")
     store.rebuild(docs, Batched(by_text), commit="c1")
-    edited = VecDoc("m00002", "edited 2", *fields(2))
+    edited = index_doc("m00002", "edited 2", *fields(2))
     enc = Batched({"edited 2": data[50]})
     store.apply([edited], [], enc, commit="c1", dirty=["memories/m00002.md"])
     [delta] = (tmp_path / "v").glob("*.delta.jsonl")
@@ -559,7 +562,7 @@ def test_an_unchanged_memory_adds_nothing_to_the_delta(tmp_path, data):
     assert (tmp_path / "v" / "meta.json").stat().st_ino == meta.st_ino
     store.apply([edited], [], enc, commit="c2", dirty=["memories/m00002.md"])
     assert delta.stat().st_size == size and store.commit() == "c2"
-    store.apply([VecDoc("m00002", "edited 2", "other", *fields(2)[1:])], [], enc, commit="c2")
+    store.apply([index_doc("m00002", "edited 2", "other", *fields(2)[1:])], [], enc, commit="c2")
     assert delta.stat().st_size > size and store.load().delta_lines == 2
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrepo.retrieval import embed
+from memrepo.retrieval import embed, encoder_process
 from memrepo.retrieval.forward import Forward
 
 pytestmark = pytest.mark.skipif(not embed.available(), reason="the embedding model package is not installed")
@@ -146,15 +146,35 @@ def test_a_vocabulary_with_a_mark_inside_a_piece_is_not_cut_into_chunks():
 def test_the_bulk_path_and_its_workers_give_the_models_vectors(model, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
-    monkeypatch.setattr(embed, "CHUNK", 5)
+    monkeypatch.setattr(encoder_process, "CHUNK", 5)
     texts = TEXTS + [f"note {i}: 数据库连接池 pool size {i}" for i in range(10)]
     old = model.encode(texts)
-    monkeypatch.setenv(embed.WORKERS_ENV, "1")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "1")
     serial = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
-    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "2")
     parallel = np.concatenate(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
     assert_close(serial, old)
     assert_close(parallel, old)
+
+
+def test_an_exact_pass_computes_an_ids_parts_alike_whatever_ids_come_with_it(model):
+    # BLAS rounds a row of a product by the product's size and the row's place in it: the
+    # query encoder's pass puts each id in one place of one block shape (Forward._compute)
+    exact = Forward(model._model, exact=True)
+    rng = np.random.default_rng(3)
+    ids = rng.choice(len(model._model.table), size=300, replace=False)
+    alone = {int(i): exact._compute(np.array([i])) for i in ids[:24]}
+    for size in (2, 15, 16, 17, 40, 200):
+        for _ in range(3):
+            group = rng.permutation(np.concatenate([ids[:24], rng.choice(ids[24:], size=size, replace=False)]))
+            rows, parts = exact._compute(group)
+            for k, i in enumerate(group.tolist()):
+                if i in alone:
+                    assert np.array_equal(rows[k], alone[i][0][0]) and np.array_equal(parts[k], alone[i][1][0]), (size, i)
+    plain = Forward(model._model)
+    rows, parts = plain._compute(ids)
+    np.testing.assert_allclose(exact._compute(ids)[0], rows, rtol=1e-5, atol=1e-5)   # within float rounding
+    np.testing.assert_allclose(exact._compute(ids)[1], parts, rtol=1e-5, atol=1e-5)
 
 
 def test_a_query_vector_does_not_depend_on_the_queries_before_it(model):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memrepo import api
-from memrepo.retrieval import embed, search
+from memrepo.retrieval import embed, encoder_process, search
 from memrepo.review import writes as memories
 
 TEXTS = ["What is the connection pool limit of the orders database?", "我们家去年春天领养的小狗叫什么名字？",
@@ -26,11 +26,11 @@ def semantic(monkeypatch, tmp_path_factory):
         pytest.skip("the embedding model package is not installed")
     monkeypatch.setenv("MEMREPO_SEMANTIC", "1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "query-process-models"))
-    monkeypatch.delenv(embed.QUERY_PROCESS_ENV, raising=False)
+    monkeypatch.delenv(encoder_process.QUERY_PROCESS_ENV, raising=False)
 
 
-def started(cache_dir) -> embed.QueryProcess:
-    remote = embed.QueryProcess.start(cache_dir)
+def started(cache_dir) -> encoder_process.QueryProcess:
+    remote = encoder_process.QueryProcess.start(cache_dir, embed._vector)
     deadline = time.monotonic() + 60
     while not remote.ready():
         assert time.monotonic() < deadline, "the query encoder never became ready"
@@ -59,7 +59,7 @@ def test_a_child_that_dies_or_hangs_is_given_up_and_the_caller_encodes(semantic,
     assert np.array_equal(future.result(), encoder.query(TEXTS[0]))
     assert not remote.ready()
 
-    monkeypatch.setattr(embed, "QUERY_TIMEOUT", 0.3)
+    monkeypatch.setattr(encoder_process, "QUERY_TIMEOUT", 0.3)
     remote = started(embed.user_cache_dir())
     os.kill(remote._proc.pid, signal.SIGSTOP)
     try:
@@ -75,7 +75,7 @@ def test_a_child_that_cannot_load_the_model_leaves_the_thread_encoding(semantic)
     # a child that says it failed (as serve does when the model will not load)
     failed = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'\\x06\\x00\\x00\\x00failed')"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    remote = embed.QueryProcess(failed)
+    remote = encoder_process.QueryProcess(failed, embed._vector)
     deadline = time.monotonic() + 30
     while remote._state == "starting" and time.monotonic() < deadline:
         remote.ready()
@@ -89,8 +89,8 @@ def test_a_child_that_cannot_load_the_model_leaves_the_thread_encoding(semantic)
 
 def test_the_child_ends_with_its_parent(semantic, tmp_path):
     script = ("import sys, time\n"
-              "from memrepo.retrieval import embed\n"
-              "r = embed.QueryProcess.start(embed.user_cache_dir())\n"
+              "from memrepo.retrieval import embed, encoder_process\n"
+              "r = encoder_process.QueryProcess.start(embed.user_cache_dir())\n"
               "while not r.ready(): time.sleep(0.02)\n"
               "print(r._proc.pid, flush=True)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
@@ -110,12 +110,12 @@ def test_searching_again_moves_the_encoding_to_a_child_with_the_same_hits(semant
                             ("tax", "The quarterly tax filing is due on the fifteenth of April.")):
         memories.add(vault, {"id": memory_id, "subject": "proj", "summary": text}, text)
     queries = ["How many connections may the orders database open?", "小狗叫什么名字？", "when is the tax due"]
-    monkeypatch.setenv(embed.QUERY_PROCESS_ENV, "0")
+    monkeypatch.setenv(encoder_process.QUERY_PROCESS_ENV, "0")
     in_thread = [api.search(vault, q)[0] for q in queries]
     encoder = embed.shared(embed.user_cache_dir())
     assert encoder._remote is None  # switched off
 
-    monkeypatch.delenv(embed.QUERY_PROCESS_ENV)
+    monkeypatch.delenv(encoder_process.QUERY_PROCESS_ENV)
     encoder._searches = 0
     search.search_many(vault, [search.make_query(q) for q in queries])   # one batch is one search
     assert encoder._remote is None
@@ -152,10 +152,10 @@ def test_a_bulk_encoding_from_a_script_without_a_main_guard(semantic, tmp_path):
 
 
 def test_a_bulk_worker_that_fails_leaves_its_chunks_to_the_caller(semantic, monkeypatch):
-    texts = [f"note {i}: 数据库连接池 pool size {i}" for i in range(3 * embed.CHUNK // 2)]
+    texts = [f"note {i}: 数据库连接池 pool size {i}" for i in range(3 * encoder_process.CHUNK // 2)]
     encoder = embed.Encoder(embed.user_cache_dir())
     serial = np.concatenate([encoder._load().encode(texts[i:i + embed.BATCH]) for i in range(0, len(texts), embed.BATCH)])
-    started = embed._start_child
+    started = encoder_process.start
     calls = []
 
     def one_dies(cache_dir, *, bulk):
@@ -163,9 +163,9 @@ def test_a_bulk_worker_that_fails_leaves_its_chunks_to_the_caller(semantic, monk
         if len(calls) == 1:   # a worker that ends at once (as one whose model fails to load)
             return subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         return started(cache_dir, bulk=bulk)
-    monkeypatch.setattr(embed, "_start_child", one_dies)
+    monkeypatch.setattr(encoder_process, "start", one_dies)
     seen: list[int] = []
     parallel = np.concatenate(list(encoder._parallel(texts, 2, seen.append)))
     assert calls == [True, True]
-    assert seen == [embed.CHUNK, len(texts)]
+    assert seen == [encoder_process.CHUNK, len(texts)]
     assert np.allclose(parallel, serial, atol=1e-6)

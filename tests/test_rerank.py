@@ -84,7 +84,7 @@ def test_the_stored_term_counts_rank_as_the_text_counted(seeded, monkeypatch):
     # The index stores what the re-rank counts a query's terms in (text.pack_terms), so a
     # candidate's text is not analysed again at search time; an index without them (a term
     # holding a separator, or written by hand) is counted in the text: the hits are the same.
-    from memrepo.retrieval import lookups, search
+    from memrepo.retrieval import lookups, search, warm
     from memrepo.retrieval.fields import TERMS
     queries = ["orders database pool weekly", "数据库 连接池 订单 weekly", "库 订单", "cache latency LRU proj"]
 
@@ -92,7 +92,7 @@ def test_the_stored_term_counts_rank_as_the_text_counted(seeded, monkeypatch):
         return [[(h.id, h.score, h.keyword_score) for h in api.search(seeded, q)[0].hits] for q in queries]
 
     def stored_terms() -> list[bool]:
-        with search._index(seeded)._open_ix().searcher() as s:
+        with warm.index(seeded)._open_ix().searcher() as s:
             return [TERMS in lookups.stored_fields(s, d) for d in range(s.doc_count_all())]
 
     stored = hits()

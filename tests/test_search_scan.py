@@ -5,8 +5,12 @@ import os
 import time
 from dataclasses import replace
 
+from memrepo.retrieval import scan as scans
 from memrepo.retrieval import search
-from memrepo.retrieval.search import _load_scan, _save_scan, _Scan, _scan_due
+from memrepo.retrieval.scan import Scan as _Scan
+from memrepo.retrieval.scan import due as _scan_due
+from memrepo.retrieval.scan import load as _load_scan
+from memrepo.retrieval.scan import save as _save_scan
 from memrepo.review import writes as memories
 
 LARGE = 100_000
@@ -34,7 +38,7 @@ def test_a_large_vault_looks_at_once_when_its_tree_stamp_moved():
 
 def _as_if_huge(vault, **changes):
     """The last look, as a vault of 100,000 memories would have recorded it."""
-    scan = replace(search._scan(vault), at=time.time(), cost=0.3, files=LARGE)
+    scan = replace(scans.look(vault), at=time.time(), cost=0.3, files=LARGE)
     _save_scan(vault, replace(scan, **changes))
 
 
@@ -108,13 +112,13 @@ def test_a_process_that_searches_again_watches_instead_of_stat(vault, monkeypatc
     path = vault.root / vault.get("mem_a").path
     _as_if_huge(vault)
     search.search(vault, "alpha")  # the second search in this process starts the watch
-    warm = search._warm(vault)
+    warm = scans.looks(vault)
     assert warm.watch is not None and warm.watch.dirs == _load_scan(vault).dirs
 
     stamps, looks = [], []
-    stamp, scan = search._tree_stamp, search._scan
-    monkeypatch.setattr(search, "_tree_stamp", lambda *a: stamps.append(1) or stamp(*a))
-    monkeypatch.setattr(search, "_scan", lambda *a: looks.append(1) or scan(*a))
+    stamp, scan = scans.tree_stamp, scans.look
+    monkeypatch.setattr(scans, "tree_stamp", lambda *a: stamps.append(1) or stamp(*a))
+    monkeypatch.setattr(scans, "look", lambda *a: looks.append(1) or scan(*a))
     assert search.search(vault, "lambda")[0].nothing_relevant
     assert stamps == looks == []  # no stat of the folders: the watch answered
     new = path.with_name("mem_n.md")
@@ -137,12 +141,12 @@ def test_a_watch_on_a_local_filesystem_spares_the_periodic_look(vault, monkeypat
     search.search(vault, "alpha")  # starts the watch
     _as_if_huge(vault, at=time.time() - 60)
     search.search(vault, "alpha")  # a look that begins under the watch
-    warm = search._warm(vault)
+    warm = scans.looks(vault)
     assert warm.watch is not None and warm.watched_look
     _as_if_huge(vault, at=time.time() - 60)  # the last look a minute ago: the window is long past
     looks = []
-    scan = search._scan
-    monkeypatch.setattr(search, "_scan", lambda *a: looks.append(1) or scan(*a))
+    scan = scans.look
+    monkeypatch.setattr(scans, "look", lambda *a: looks.append(1) or scan(*a))
     monkeypatch.setattr(warm.watch, "local", True)
     assert search.search(vault, "alpha")[0].hits and looks == []  # nothing changed: no look
     monkeypatch.setattr(warm.watch, "local", False)  # as on NFS: another machine's edits are not reported
@@ -154,7 +158,7 @@ def test_a_new_memory_folder_is_watched_too(vault):
     search.search(vault, "alpha")
     _as_if_huge(vault)
     search.search(vault, "alpha")
-    first = search._warm(vault).watch
+    first = scans.looks(vault).watch
     assert first is not None
     folder = vault.root / "memories" / "L2" / "handmade"
     folder.mkdir(parents=True)
@@ -163,7 +167,7 @@ def test_a_new_memory_folder_is_watched_too(vault):
     assert [h.id for h in search.search(vault, "zeta")[0].hits] == ["mem_h"]
     _as_if_huge(vault, paths=_load_scan(vault).paths)
     search.search(vault, "zeta")  # the folders differ from the watch's: a new watch, and the stamp once more
-    watch = search._warm(vault).watch
+    watch = scans.looks(vault).watch
     assert watch is not None and watch is not first and "memories/L2/handmade" in watch.dirs
     _as_if_huge(vault, paths=_load_scan(vault).paths)
     (folder / "mem_i.md").write_text(text.replace("mem_a", "mem_i").replace("alpha", "theta"), encoding="utf-8")
@@ -179,4 +183,4 @@ def test_folders_that_cannot_be_watched_are_not_tried_on_every_search(vault, mon
     for _ in range(3):
         _as_if_huge(vault)
         assert [h.id for h in search.search(vault, "alpha")[0].hits] == ["mem_a"]
-    assert len(tries) == 1 and search._warm(vault).watch is None  # the stat stamp answers instead
+    assert len(tries) == 1 and scans.looks(vault).watch is None  # the stat stamp answers instead

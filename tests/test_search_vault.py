@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from memrepo.cli.app import app, main
 from memrepo.errors import MemrepoError
-from memrepo.retrieval import search
+from memrepo.retrieval import search, sync, warm
 from memrepo.review import proposals
 from memrepo.review import writes as memories
 from memrepo.review.writes import build
@@ -70,7 +70,7 @@ def test_memrepo_add_is_seen_without_reindex(seeded):
 def test_many_changed_files_rebuild_the_index_instead_of_updating_it(seeded, monkeypatch):
     # a bulk import (or a checkout of another history) changes most memory files at once
     ids(seeded, "pool")
-    monkeypatch.setattr(search, "REBUILD_CHANGED", 3)
+    monkeypatch.setattr(sync, "REBUILD_CHANGED", 3)
     for i in range(3):
         write_by_hand(seeded.root, f"mem_hand{i}", f"hand note {i} about zeppelins")
     git(seeded.root, "add", "-A")
@@ -84,12 +84,12 @@ def test_many_changed_files_rebuild_the_index_instead_of_updating_it(seeded, mon
     assert not report.rebuilt and "mem_one" in [h.id for h in result.hits]
     # deleted in bulk: gone from the index and from the recall statistics
     search.search(seeded, "zeppelins", session="s1", log_recalls=True)
-    assert "mem_hand0" in search.stats(seeded).recall_summary()
+    assert "mem_hand0" in warm.stats(seeded).recall_summary()
     git(seeded.root, "rm", "-q", *(seeded.catalog().path_of(f"mem_hand{i}") for i in range(3)))
     git(seeded.root, "commit", "-qm", "drop the hand notes")
     result, report = search.search(seeded, "zeppelins")
     assert report.rebuilt and [h.id for h in result.hits] == ["mem_one"]
-    assert "mem_hand0" not in search.stats(seeded).recall_summary()
+    assert "mem_hand0" not in warm.stats(seeded).recall_summary()
 
 
 def test_hand_edit_committed_with_git_then_reverted(seeded):
@@ -166,13 +166,13 @@ def test_deleted_memory_leaves_results_and_statistics(seeded):
     result, _ = search.search(seeded, "database pool", session="s1", log_recalls=True)
     assert [h.id for h in result.hits][:1] == ["mem_pool"]
     search.mark_useful(seeded, "mem_pool", session="s1")
-    stats = search.stats(seeded)
+    stats = warm.stats(seeded)
     assert "mem_pool" in stats.recall_summary()
 
     git(seeded.root, "rm", "-q", seeded.catalog().path_of("mem_pool"))
     git(seeded.root, "commit", "-qm", "drop pool note")
     assert ids(seeded, "database pool") == []
-    assert "mem_pool" not in search.stats(seeded).recall_summary()
+    assert "mem_pool" not in warm.stats(seeded).recall_summary()
     assert "mem_cache" in [h.id for h in search.search(seeded, "cache eviction")[0].hits]
 
 
@@ -230,7 +230,7 @@ def test_corrupt_index_is_rebuilt_or_refused_never_wrong(seeded, which):
 
 def test_damaged_statistics_do_not_break_search(seeded):
     ids(seeded, "pool")
-    search.stats(seeded).close()
+    warm.stats(seeded).close()
     (seeded.state_dir / "stats.sqlite").write_bytes(b"\x00not a database\xff" * 64)
     for side in seeded.state_dir.glob("stats.sqlite-*"):
         side.unlink()

@@ -11,12 +11,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import cli, git
+from conftest import cli, git, index_doc, stored
 from typer.testing import CliRunner
 
 from memrepo import api
 from memrepo.cli.app import app
-from memrepo.retrieval import embed, search
+from memrepo.retrieval import embed, encoder_process, search, sync, warm
+from memrepo.retrieval import semantic as layer
+from memrepo.retrieval.filters import Filters
 from memrepo.review import writes as memories
 
 runner = CliRunner()
@@ -98,13 +100,13 @@ def test_a_missing_model_falls_back_with_a_one_line_notice(vault, semantic, monk
 
 
 def _vector_hash(vault, memory_id):
-    return search._vector_store(vault).load().hash_of(memory_id)
+    return layer.vector_store(vault).load().hash_of(memory_id)
 
 
 def test_vectors_follow_git_and_reuse_cached_texts(bilingual, monkeypatch):
     root = bilingual.root
     search.search(bilingual, "puppy")
-    store = search._vector_store(bilingual)
+    store = layer.vector_store(bilingual)
     assert store.commit() == git(root, "rev-parse", "HEAD").strip()
     path = next(root.rglob("mem_dog.md"))
     old_hash = _vector_hash(bilingual, "mem_dog")
@@ -137,8 +139,8 @@ def test_reindex_reads_each_memory_file_once_for_the_index_and_the_vectors(bilin
     search.search(bilingual, "puppy")
     before = _vector_hash(bilingual, "mem_dog")
     reads: list[str] = []
-    real = search._read_worktree
-    monkeypatch.setattr(search, "_read_worktree", lambda vault, path: reads.append(path) or real(vault, path))
+    real = sync.read_worktree
+    monkeypatch.setattr(sync, "read_worktree", lambda vault, path: reads.append(path) or real(vault, path))
     count, state, vectors = api.reindex(bilingual)
     assert (count, state, vectors) == (len(PAIRS), "hybrid", len(PAIRS))
     assert sorted(reads) == sorted(set(reads)) and len(reads) == len(PAIRS)
@@ -161,7 +163,7 @@ def test_a_reindex_killed_while_encoding_resumes_where_it_stopped(vault, semanti
     killed = subprocess.run([sys.executable, "-m", "memrepo", "--vault", str(vault.root), "reindex"],
                             capture_output=True, text=True, env={**os.environ, faults.ENV: "vectors-checkpointed"})
     assert killed.returncode == faults.EXIT_CODE, killed.stderr
-    store = search._vector_store(vault)
+    store = layer.vector_store(vault)
     assert not store.ready() and list(store.dir.glob("encoded-*.partial"))
     encoded: list[str] = []
     real = embed.Encoder.batches
@@ -186,18 +188,18 @@ def test_another_model_version_rebuilds_the_vectors(bilingual):
     search.search(bilingual, "puppy")
     from memrepo.retrieval.vectors import VectorStore
     other = VectorStore(bilingual.index_dir / "vectors", model="some-other-model==1.0")
-    assert not other.ready() and search._vector_store(bilingual).ready()
+    assert not other.ready() and layer.vector_store(bilingual).ready()
 
 
 def test_a_large_first_build_runs_in_the_background(bilingual, monkeypatch):
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     result, report = search.search(bilingual, "golden retriever puppy")
     assert result.semantic == "building" and "background" in report.notice
     assert [h.id for h in result.hits] == ["mem_dog"]  # keywords meanwhile
     deadline = time.monotonic() + 120
-    while not search._vector_store(bilingual).ready() and time.monotonic() < deadline:
+    while not layer.vector_store(bilingual).ready() and time.monotonic() < deadline:
         time.sleep(0.2)
-    while search._vector_store(bilingual).building() and time.monotonic() < deadline:
+    while layer.vector_store(bilingual).building() and time.monotonic() < deadline:
         time.sleep(0.2)
     result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)
     assert result.semantic == "hybrid" and "mem_tax" in [h.id for h in result.hits]
@@ -207,17 +209,17 @@ def test_a_bulk_change_to_built_vectors_is_caught_up_in_the_background(bilingual
     # vectors built and in step; then an import adds more memories than a search encodes
     # inline: the next search must answer on keywords at once (not encode them all first)
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     for i in range(3):
         add(bilingual, f"mem_hike_{i}", f"团队外出活动 {i}：周末去山里徒步，带上雨衣。")
     result, report = search.search(bilingual, "golden retriever puppy")
     assert result.semantic == "building" and "background" in report.notice, report.notice
     assert [h.id for h in result.hits] == ["mem_dog"]   # keywords meanwhile
     deadline = time.monotonic() + 120
-    while search._vector_store(bilingual).commit() != git(bilingual.root, "rev-parse", "HEAD").strip() \
+    while layer.vector_store(bilingual).commit() != git(bilingual.root, "rev-parse", "HEAD").strip() \
             and time.monotonic() < deadline:
         time.sleep(0.2)
-    while search._vector_store(bilingual).building() and time.monotonic() < deadline:
+    while layer.vector_store(bilingual).building() and time.monotonic() < deadline:
         time.sleep(0.2)
     result, _ = search.search(bilingual, "team hiking trip in the mountains", limit=5)
     assert result.semantic == "hybrid" and any(h.id.startswith("mem_hike_") for h in result.hits)
@@ -226,7 +228,7 @@ def test_a_bulk_change_to_built_vectors_is_caught_up_in_the_background(bilingual
 def test_vectors_of_a_commit_that_is_gone_are_rebuilt_inline_or_in_the_background(bilingual, monkeypatch):
     # e.g. a .memrepo/ copied from another clone: the vectors' commit is unknown here
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    store = search._vector_store(bilingual)
+    store = layer.vector_store(bilingual)
     meta_path = store.dir / "meta.json"
 
     def forget_commit():
@@ -239,7 +241,7 @@ def test_vectors_of_a_commit_that_is_gone_are_rebuilt_inline_or_in_the_backgroun
     head = git(bilingual.root, "rev-parse", "HEAD").strip()
     assert store.commit() == head
     forget_commit()
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     result, report = search.search(bilingual, "golden retriever puppy")
     assert result.semantic == "building" and "background" in report.notice, report.notice
     deadline = time.monotonic() + 120
@@ -269,8 +271,8 @@ def test_an_import_brings_the_index_and_the_vectors_to_its_commit(bilingual, tmp
     assert data["imported"] == 2 and data["semantic"] == "hybrid"
     head = git(bilingual.root, "rev-parse", "HEAD").strip()
     assert data["commit"] == head
-    assert search._vector_store(bilingual).commit() == head    # nothing left for the next search
-    assert search._index(bilingual).indexed_commit() == head
+    assert layer.vector_store(bilingual).commit() == head    # nothing left for the next search
+    assert warm.index(bilingual).indexed_commit() == head
     for memory_id, _text, question in IMPORTED:
         result, report = search.search(bilingual, question, limit=3)
         assert result.semantic == "hybrid" and report.notice is None
@@ -279,33 +281,33 @@ def test_an_import_brings_the_index_and_the_vectors_to_its_commit(bilingual, tmp
 
 def test_an_import_with_no_index_only_commits(bilingual, tmp_path):
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    before = search._vector_store(bilingual).commit()
+    before = layer.vector_store(bilingual).commit()
     proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json", "--no-index")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["imported"] == 2 and "semantic" not in data
-    assert search._vector_store(bilingual).commit() == before != data["commit"]
-    assert search._index(bilingual).indexed_commit() == before
+    assert layer.vector_store(bilingual).commit() == before != data["commit"]
+    assert warm.index(bilingual).indexed_commit() == before
     result, _ = search.search(bilingual, IMPORTED[0][2], limit=3)   # the next search catches up
     assert result.semantic == "hybrid" and "imp_coffee" in [h.id for h in result.hits]
 
 
 def test_an_import_while_another_process_writes_the_vectors_says_building(bilingual, tmp_path):
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    with search._vector_store(bilingual).lock():   # as a build in another process holds it
+    with layer.vector_store(bilingual).lock():   # as a build in another process holds it
         proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["imported"] == 2 and data["semantic"] == "building"
     assert "another process" in proc.stderr and "Traceback" not in proc.stderr
-    assert search._index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
+    assert warm.index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
 
 
 def test_an_import_with_semantic_search_off_brings_the_index_to_its_commit(vault, tmp_path):
     proc = cli(vault.root, "import", str(_import_file(tmp_path)), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["semantic"] == "off" and search._index(vault).indexed_commit() == data["commit"]
+    assert data["semantic"] == "off" and warm.index(vault).indexed_commit() == data["commit"]
 
 
 def test_a_query_without_a_keyword_is_ranked_by_its_vector(bilingual):
@@ -313,7 +315,7 @@ def test_a_query_without_a_keyword_is_ranked_by_its_vector(bilingual):
     for q in ("???", "the of and"):
         result, _ = search.search(bilingual, q)
         assert result.semantic == "hybrid" and result.hits == () and result.nothing_relevant, q
-    index = search._index(bilingual)
+    index = warm.index(bilingual)
     index.tuning = replace(index.tuning, semantic_floor=-1.0)   # every memory is near enough
     result, _ = search.search(bilingual, "the of and", limit=3)
     assert result.semantic == "hybrid" and len(result.hits) == 3
@@ -374,12 +376,12 @@ def test_a_model_that_cannot_be_loaded_falls_back_to_keywords_with_one_notice(va
 
 
 def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_again(bilingual, broken_model, monkeypatch):
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     result, report = search.search(bilingual, "golden retriever puppy")
     assert result.semantic == "building"
-    store = search._vector_store(bilingual)
+    store = layer.vector_store(bilingual)
     deadline = time.monotonic() + 60
-    while not (store.dir / search.MODEL_FAILED).exists() and time.monotonic() < deadline:
+    while not (store.dir / layer.MODEL_FAILED).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     while store.building() and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -387,8 +389,8 @@ def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_
     assert result.semantic == "unavailable" and "cannot be loaded" in report.notice
     assert [h.id for h in result.hits] == ["mem_dog"] and not store.building()
     monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1] if os.pathsep in os.environ["PYTHONPATH"] else "")
-    monkeypatch.setattr(search, "MODEL_RETRY_S", 0)   # later (or a reindex): tried again
-    monkeypatch.setattr(search, "SPAWN_GRACE_S", 0)
+    monkeypatch.setattr(layer, "MODEL_RETRY_S", 0)   # later (or a reindex): tried again
+    monkeypatch.setattr(layer, "SPAWN_GRACE_S", 0)
     search.search(bilingual, "golden retriever puppy")
     deadline = time.monotonic() + 120
     while not store.ready() and time.monotonic() < deadline:
@@ -396,18 +398,18 @@ def test_a_background_build_that_cannot_load_the_model_is_not_started_again_and_
     while store.building() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert search.search(bilingual, "golden retriever puppy")[0].semantic == "hybrid"
-    assert not (store.dir / search.MODEL_FAILED).exists()
+    assert not (store.dir / layer.MODEL_FAILED).exists()
 
 
 def test_many_uncommitted_edits_go_to_the_background_once(bilingual, monkeypatch):
     # edits the last build already encoded are not a "bulk change" again: once the background
     # build has them, the next search is hybrid (not another build for every search)
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     for path in sorted((bilingual.root / "memories").rglob("*.md"))[:3]:
         path.write_text(path.read_text(encoding="utf-8") + "\nEdited by hand.\n", encoding="utf-8")
     assert search.search(bilingual, "golden retriever puppy")[0].semantic == "building"
-    store = search._vector_store(bilingual)
+    store = layer.vector_store(bilingual)
     deadline = time.monotonic() + 120
     while (len(store.dirty()) < 3 or store.building()) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -426,7 +428,7 @@ def test_searches_in_a_row_start_one_background_build(bilingual, monkeypatch):
         return real(args, *a, **kw)
 
     monkeypatch.setattr(subprocess, "Popen", counted)
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     for _ in range(5):   # faster than a build process takes its lock
         assert search.search(bilingual, "golden retriever puppy")[0].semantic == "building"
     assert len(started) == 1
@@ -434,7 +436,7 @@ def test_searches_in_a_row_start_one_background_build(bilingual, monkeypatch):
 
 def test_an_import_whose_catch_up_fails_still_reports_its_commit(bilingual, tmp_path):
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    with search._index(bilingual)._lock():   # another process writes the index (10 s)
+    with warm.index(bilingual)._lock():   # another process writes the index (10 s)
         proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -447,7 +449,7 @@ def test_an_import_whose_catch_up_fails_still_reports_its_commit(bilingual, tmp_
 def test_an_import_whose_vectors_cannot_be_written_still_reports_its_commit(bilingual, tmp_path):
     import shutil
     assert search.search(bilingual, "puppy")[0].semantic == "hybrid"
-    vectors = search._vector_store(bilingual).dir
+    vectors = layer.vector_store(bilingual).dir
     shutil.rmtree(vectors)
     vectors.write_text("not a folder")   # an OSError wherever the vectors are touched
     proc = cli(bilingual.root, "import", str(_import_file(tmp_path)), "--json")
@@ -455,7 +457,7 @@ def test_an_import_whose_vectors_cannot_be_written_still_reports_its_commit(bili
     data = json.loads(proc.stdout)
     assert data["imported"] == 2 and data["commit"] == git(bilingual.root, "rev-parse", "HEAD").strip()
     assert "the import is committed" in proc.stderr
-    assert search._index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
+    assert warm.index(bilingual).indexed_commit() == data["commit"]   # the keywords are ready
 
 
 def test_ctrl_c_during_an_imports_catch_up_keeps_and_reports_the_commit(vault, semantic, tmp_path):
@@ -463,15 +465,19 @@ def test_ctrl_c_during_an_imports_catch_up_keeps_and_reports_the_commit(vault, s
     import subprocess
 
     from conftest import MEMREPO, person_env
+
+    from memrepo.store import faults
     src = tmp_path / "many.jsonl"
     src.write_text("".join(json.dumps({"summary": f"note {i}: 连接池 pool size {i} for service {i % 37}"}) + "\n"
                            for i in range(1500)), encoding="utf-8")
     before = git(vault.root, "rev-parse", "HEAD").strip()
+    # the import waits after its first batch of vectors until the Ctrl-C: never done before it
     proc = subprocess.Popen([*MEMREPO, "--vault", str(vault.root), "import", str(src), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=person_env(), text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=person_env(**{faults.WAIT_ENV: "vectors-checkpointed"}))
     vectors = vault.index_dir / "vectors"
     deadline = time.monotonic() + 120
-    while not any(vectors.glob("encoded-*.partial")) and time.monotonic() < deadline:
+    while not any(vectors.glob("encoded-*.partial")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)   # committed and indexed; the vectors are being encoded
     out, err = proc.communicate(timeout=120)
@@ -514,11 +520,11 @@ def test_the_cached_tokenizer_splits_exactly_like_the_wheels(tmp_path, semantic)
 
 def test_the_delta_is_compacted_into_a_new_snapshot(tmp_path, semantic, monkeypatch):
     from memrepo.retrieval import vectors
-    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     monkeypatch.setattr(vectors, "COMPACT_AT", 3)
     enc = embed.Encoder(tmp_path / "model")
     store = VectorStore(tmp_path / "vectors")
-    docs = [VecDoc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
+    docs = [index_doc(f"m{i}", text, "proj", "active", "L1", "event") for i, (_, text, _) in enumerate(PAIRS)]
     store.rebuild(docs[:2], enc, commit="c1")
     first = store.meta()["snapshot"]
     store.apply(docs[2:4], ["m0"], enc, commit="c2")  # 3 lines: still a delta
@@ -542,10 +548,10 @@ def test_a_hybrid_score_is_the_best_hits_own_match(bilingual):
 
 def test_a_bulk_encoding_on_two_processes_gives_the_same_vectors(semantic, monkeypatch):
     monkeypatch.setattr(embed, "PARALLEL_MIN", 4)
-    monkeypatch.setattr(embed, "CHUNK", 3)
+    monkeypatch.setattr(encoder_process, "CHUNK", 3)
     texts = [text for _, text, question in PAIRS for text in (text, question)]
     serial = np.vstack(list(embed.Encoder(embed.user_cache_dir()).batches(texts)))
-    monkeypatch.setenv(embed.WORKERS_ENV, "2")
+    monkeypatch.setenv(encoder_process.WORKERS_ENV, "2")
     seen = []
     parallel = np.vstack(list(embed.Encoder(embed.user_cache_dir()).batches(texts, progress=seen.append)))
     # the same vectors in the same order, within float rounding: a worker computes each token's
@@ -562,7 +568,7 @@ def test_a_memorys_keyword_side_does_not_depend_on_how_it_came_into_the_pool(sem
     from memrepo.retrieval.fields import IndexDoc
     from memrepo.retrieval.index import MemoryIndex
     from memrepo.retrieval.ranking import SearchQuery, Tuning
-    from memrepo.retrieval.vectors import VecDoc, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     texts = {
         "pool_limit": "The orders database connection pool is limited to twenty connections.",
         "pool_tuned": "Last week we tuned the connection pool of the orders database.",
@@ -577,7 +583,7 @@ def test_a_memorys_keyword_side_does_not_depend_on_how_it_came_into_the_pool(sem
                          fact=None, status="active", summary=t, body=t, tags=(), created=None,
                          updated=None) for i, t in texts.items()], commit="c1")
     store = VectorStore(tmp_path / "vectors")
-    store.rebuild([VecDoc(i, t, "proj", "active", "L1", "event") for i, t in texts.items()],
+    store.rebuild([index_doc(i, t, "proj", "active", "L1", "event") for i, t in texts.items()],
                   embed.shared(embed.user_cache_dir()), commit="c1")
     vectors = (store.load(), embed.shared(embed.user_cache_dir()))
     query = SearchQuery("Why is the orders database connection pool so small?", limit=10)
@@ -598,7 +604,7 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     pool is never copied (at 100k vectors that copy was 200 MB and 4x the CPU per query)."""
     import tracemalloc
 
-    from memrepo.retrieval.vectors import VecDocMeta, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     rng = np.random.default_rng(3)
     n = 400
     vecs = rng.standard_normal((n, embed.DIM)).astype(np.float32)
@@ -606,7 +612,7 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     status = ["superseded" if i % 10 == 0 else "active" for i in range(n)]  # a wide pool: 90 %
     subject = [f"s{i % 8}" for i in range(n)]                                # a narrow one: 1/8
     store = VectorStore(tmp_path / "vectors")
-    store._write_snapshot([(f"m{i:04d}", VecDocMeta(f"h{i}", subject[i], status[i], "L1", "event"), vecs[i])
+    store._write_snapshot([(f"m{i:04d}", stored(f"h{i}", subject[i], status[i], "L1", "event"), vecs[i])
                            for i in range(n)], "c1", [])
     snap = store.load()
     q = rng.standard_normal(embed.DIM).astype(np.float32)
@@ -614,11 +620,11 @@ def test_the_nearest_within_a_pool_are_the_exact_nearest(tmp_path):
     for only_subject in (None, "s3"):
         pool = [i for i in range(n) if status[i] == "active" and only_subject in (None, subject[i])]
         expect = sorted(pool, key=lambda i: -sims[i])[:10]
-        got = snap.top(q, 10, statuses={"active"}, subject=only_subject)
+        got = snap.top(q, 10, Filters.where(statuses={"active"}, subject=only_subject))
         assert [mid for mid, _ in got] == [f"m{i:04d}" for i in expect]
         assert all(abs(score - sims[int(mid[1:])]) < 1e-5 for mid, score in got)
     tracemalloc.start()
-    snap.top(q, 10, statuses={"active"})
+    snap.top(q, 10, Filters.where(statuses={"active"}))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < vecs.nbytes / 4
@@ -630,13 +636,13 @@ def test_a_process_loads_the_vectors_once_until_they_change(tmp_path):
     delta or the snapshot is rebuilt, even from scratch under the same snapshot name."""
     import shutil
 
-    from memrepo.retrieval.vectors import VecDocMeta, VectorStore
+    from memrepo.retrieval.vectors import VectorStore
     rng = np.random.default_rng(4)
 
     def write(n):
         vecs = rng.standard_normal((n, embed.DIM)).astype(np.float32)
         VectorStore(tmp_path / "vectors")._write_snapshot(
-            [(f"m{i}", VecDocMeta(f"h{i}", "proj", "active", "L1", "event"), vecs[i]) for i in range(n)], "c1", [])
+            [(f"m{i}", stored(f"h{i}", "proj", "active", "L1", "event"), vecs[i]) for i in range(n)], "c1", [])
 
     write(5)
     first = VectorStore(tmp_path / "vectors").load()
@@ -659,11 +665,11 @@ def test_a_query_encoded_ahead_is_the_query_encoded_inline(bilingual):
     vectors and the hits are the ones an inline encoding gives."""
     encoder = embed.shared(embed.user_cache_dir())
     for _memory_id, _text, question in PAIRS:
-        assert (encoder.query_soon(question).result() == encoder.query(question)).all()
+        assert (encoder.queries_soon([question])[question].result() == encoder.query(question)).all()
     queries = [search.make_query(question, limit=3) for _m, _t, question in PAIRS]
     ahead, _ = search.search_many(bilingual, queries)
-    index = search._index(bilingual)
-    _state, semantic, _notice = search.semantic_sync(bilingual)
+    index = warm.index(bilingual)
+    _state, semantic, _notice = layer.semantic_sync(bilingual)
     inline = index.search_many(queries, semantic=semantic,
                                ahead={text: encoder.query(text) for text in index.query_texts(queries)})
     assert [[(h.id, h.score) for h in r.hits] for r in ahead] == [[(h.id, h.score) for h in r.hits] for r in inline]
@@ -709,7 +715,7 @@ def test_vectors_of_an_older_format_are_rebuilt_by_the_next_search_without_encod
     by its text's hash, and a tag filter then works on the vectors."""
     from memrepo.retrieval import vectors
     search.search(bilingual, "puppy")
-    store = search._vector_store(bilingual)
+    store = layer.vector_store(bilingual)
     meta = store.meta()
     rows = store.dir / f"{meta['snapshot']}.rows.npz"
     with np.load(rows) as z:   # as format 1 wrote it
@@ -744,7 +750,7 @@ def _damage_vectors(vault, how):
 def _vectors_readable(vault):
     from memrepo.retrieval.vectors import VectorsCorrupt
     try:
-        return search._vector_store(vault).load().count()
+        return layer.vector_store(vault).load().count()
     except VectorsCorrupt:
         return None
 
@@ -772,12 +778,12 @@ def test_unreadable_vectors_of_a_large_vault_are_rebuilt_in_the_background(bilin
     from memrepo.retrieval import vectors
     _damage_vectors(bilingual, "garbage")
     vectors._LOADED.clear()   # as a process that had not read them yet
-    monkeypatch.setattr(search, "INLINE_BUILD_MAX", 2)
+    monkeypatch.setattr(layer, "INLINE_BUILD_MAX", 2)
     result, report = search.search(bilingual, "golden retriever puppy")
     assert result.semantic == "building" and "unreadable" in report.notice and "\n" not in report.notice
     assert [h.id for h in result.hits] == ["mem_dog"]   # keywords meanwhile
     deadline = time.monotonic() + 120
-    while (_vectors_readable(bilingual) is None or search._vector_store(bilingual).building()) \
+    while (_vectors_readable(bilingual) is None or layer.vector_store(bilingual).building()) \
             and time.monotonic() < deadline:
         time.sleep(0.2)
     result, _ = search.search(bilingual, "季度报税的截止日期是哪天？", limit=3)

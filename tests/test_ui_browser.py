@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from ui_vault import XSS_BODY, build
+from ui_vault import XSS_FIELD, build
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 REQUIRED = os.environ.get("MEMREPO_BROWSER_TESTS") == "required"
@@ -184,7 +184,11 @@ def shot(driver, shots: Path, name: str, *, doc: str | None = None, height: int 
 
 
 def signed_in(driver, server: Server) -> None:
+    """Follow the token link and wait until the page it leads to has taken the token away."""
+    from selenium.webdriver.support.ui import WebDriverWait
     driver.get(server.url)
+    WebDriverWait(driver, 20).until(lambda d: "token=" not in d.current_url and d.execute_script(
+        "return document.readyState") == "complete" if d.current_url.startswith(server.base) else False)
 
 
 def css(driver, selector: str):
@@ -234,12 +238,30 @@ def test_a_request_without_the_cookie_is_refused(world, browser, shots):
     assert server.request("/?token=not-the-token", cookie=False)[0] == 403
     assert server.request("/static/style.css", cookie=False)[0] == 403
     code, _ = server.request(f"/?token={server.token}", cookie=False)
-    assert code == 303
+    assert code in (200, 303)
     browser.delete_all_cookies()
     browser.get(server.base + "/")
     assert "memrepo ui" in css(browser, "#message").text and not all_css(browser, "table.inbox")
     shot(browser, shots, "refused-without-cookie")
     signed_in(browser, server)
+
+
+def test_the_token_link_followed_from_another_site_opens_the_inbox(world, browser, tmp_path):
+    """A person clicks the printed link in a chat, a web IDE or the page the browser is opened
+    on: that navigation comes from another site, and a SameSite=Strict cookie set on its way is
+    not sent with it (nor on reload); the window must still open, not answer 403."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    server = world["server"]
+    page = tmp_path / "elsewhere.html"
+    page.write_text(f'<!doctype html><a id="go" href="{server.url}">memrepo ui</a>', encoding="utf-8")
+    browser.delete_all_cookies()
+    try:
+        browser.get(page.as_uri())
+        css(browser, "#go").click()
+        WebDriverWait(browser, 20).until(lambda d: d.current_url == server.base + "/" and all_css(d, "table.inbox, #error, .message"))
+        assert all_css(browser, "table.inbox"), browser.page_source[:300]
+    finally:
+        signed_in(browser, server)
 
 
 def test_a_high_risk_proposal_shows_its_field_diff_and_approving_it_merges_with_the_reviewer(world, browser, shots):
@@ -349,16 +371,23 @@ def test_a_body_that_tries_to_run_script_renders_as_text(world, browser, shots):
     browser.get_log("performance")                                    # forget what came before
     browser.get(f"{server.base}/memory/mem_xss")
     body = css(browser, "#body")
-    assert "<script>alert(1)</script>" in body.text and 'onerror="alert(2)"' in body.text
+    assert body.text.startswith("Watch out") and "<script>alert(1)</script>" in body.text and 'onerror="alert(2)"' in body.text
     assert not all_css(browser, "#body script") and not all_css(browser, "#body img")
-    with pytest.raises(NoAlertPresentException):
-        _ = browser.switch_to.alert.text
+    assert "[a link](javascript:alert(7))" in body.text and not all_css(browser, 'a[href^="javascript"]')
+    assert "<script>alert(3)</script>" in css(browser, "h1").text          # the summary, as text
+    shot(browser, shots, "memory-script-as-text")
+    # the summary, tag and evidence in every page that shows them: the list, a search, the graph
+    for path in ("/memory/mem_xss", "/memories", "/memories?q=script", "/memories?tag=" + urllib.parse.quote(XSS_FIELD.format(n=4)),
+                 "/graph?id=mem_xss", "/graph?subject=security"):
+        browser.get(server.base + path)
+        assert "'><script>" in css(browser, "main").text, path        # shown, as text
+        assert not all_css(browser, "main script, main img, main svg [onload], a[href^='javascript']"), path
+        with pytest.raises(NoAlertPresentException):
+            _ = browser.switch_to.alert.text
     requested = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
     urls = [m["params"]["request"]["url"] for m in requested if m.get("method") == "Network.requestWillBeSent"]
-    assert urls and all(u.startswith(server.base + "/") for u in urls), urls    # nothing but the page and its assets
+    assert urls and all(u.startswith(server.base + "/") for u in urls), urls    # nothing but the pages and their assets
     assert not any("probe" in u or u.endswith("/x") for u in urls), urls
-    assert XSS_BODY.split(":")[0] in body.text
-    shot(browser, shots, "memory-script-as-text")
 
 
 def test_a_post_without_the_csrf_token_or_with_another_host_is_refused(world, browser, shots):

@@ -76,6 +76,16 @@ def test_a_value_cannot_inject_markup_into_the_markdown_card(vault):
     assert "\\[click\\]" in text
 
 
+def test_a_value_shown_as_code_cannot_inject_markup_either(vault):
+    """A subject, fact or evidence pointer is shown as code: a backtick in it must not end the
+    code span and let the rest through as HTML or a link."""
+    r = writes.add(vault, {"id": "mem_a", "subject": "x` <img src=x onerror=alert(1)> [click](https://evil.example) `",
+                           "fact": "f`<b>F</b>", "kind": "constraint", "summary": "s", "evidence": ["notes` <b>E</b> `"]}, "body")
+    text = api.review_markdown(vault, r.proposal)
+    assert "<img" not in text and "<b>" not in text and "[click](" not in text
+    assert "| evidence | — |" in text                   # a list added where there was none: no "None"
+
+
 def test_the_compare_url_is_printed_after_a_proposal_is_pushed(vault, tmp_path):
     server = tmp_path / "server.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(server)], check=True)

@@ -2,6 +2,10 @@
 and a proposal compared with the version it supersedes as its base held it."""
 from __future__ import annotations
 
+import random
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +74,42 @@ def test_the_body_diff_rebuilds_both_versions(old, new):
     if not folded:
         assert "".join(s.text for s in d.body if s.op in ("same", "del")) == old
         assert "".join(s.text for s in d.body if s.op in ("same", "ins")) == new
+
+
+def _paragraph(words: int, edits: int) -> tuple[str, str]:
+    """A pasted document as one long line (no line breaks to narrow the diff), edited in places."""
+    rng = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(3000)] + ["the"] * 300 + ["a"] * 200
+    old = [rng.choice(vocabulary) for _ in range(words)]
+    new = list(old)
+    for _ in range(edits):
+        at = rng.randrange(words)
+        new[at:at + 3] = [rng.choice(vocabulary) for _ in range(4)]
+    return " ".join(old) + ".\n", " ".join(new) + ".\n"
+
+
+@pytest.mark.parametrize("old, new", [
+    _paragraph(9000, 20),                                                  # 60 KB of prose on one line
+    ("x\n" * 20000 + "end\n", "start\n" + "x\n" * 20000),                 # a log excerpt of repeated lines
+    (" | ".join(str(n % 10) for n in range(3000)), " | ".join(str(n % 7) for n in range(3000))),   # a row of digits
+], ids=["prose", "repeated-lines", "digits"])
+def test_a_long_body_is_compared_in_bounded_time(old, new):
+    """difflib's exact search is quadratic in the pairs of equal elements (every space of a
+    paragraph, every copy of a repeated line): a body the vault accepts must not hold the page
+    (and the one-request-at-a-time server) for seconds or minutes."""
+    start = time.perf_counter()
+    d = api.field_diff(memory(old), memory(new))
+    assert time.perf_counter() - start < 5
+    assert "".join(s.text for s in d.body if s.op in ("same", "del", "fold")) != "" and d.body_changed
+
+
+def test_a_long_paragraph_edited_in_places_shows_only_the_edits():
+    old, new = _paragraph(9000, 20)
+    d = api.field_diff(memory(old), memory(new))
+    removed = sum(len(s.text) for s in d.body if s.op == "del")
+    assert 0 < removed < len(old) / 50
+    assert "".join(s.text for s in d.body if s.op in ("same", "del")) == old
+    assert "".join(s.text for s in d.body if s.op in ("same", "ins")) == new
 
 
 def test_a_proposal_is_compared_with_the_active_version_it_supersedes(vault):

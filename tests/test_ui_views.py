@@ -102,6 +102,26 @@ def test_the_graph_around_a_memory_is_cut_to_the_strongest_and_says_so(vault):
         api.graph_around(vault)
 
 
+def test_the_graph_reads_main_once_per_commit_for_any_memory_or_subject(vault, monkeypatch):
+    """Building the whole graph reads every memory on main (40 s at 100,000 memories): a person
+    clicking from node to node must not pay it on every page, and a new commit is seen."""
+    from memrepo.lifecycle import decay_run
+    reads = []
+    build = decay_run.build_graph
+    monkeypatch.setattr(decay_run, "build_graph", lambda v, **kw: reads.append(v.head()) or build(v, **kw))
+    writes.add(vault, {"id": "mem_a", "subject": "s", "summary": "a", "links": ["mem_b"]}, "")
+    writes.add(vault, {"id": "mem_b", "subject": "s", "summary": "b"}, "")
+    assert {n.id for n in api.graph_around(vault, memory_id="mem_a").nodes} == {"mem_a", "mem_b"}
+    assert {n.id for n in api.graph_around(vault, memory_id="mem_b").nodes} == {"mem_a", "mem_b"}
+    assert len(api.graph_around(vault, subject="s").nodes) == 3
+    assert len(reads) == 1
+    writes.add(vault, {"id": "mem_c", "subject": "s", "summary": "c", "links": ["mem_a"]}, "")
+    assert {n.id for n in api.graph_around(vault, memory_id="mem_a").nodes} == {"mem_a", "mem_b", "mem_c"}
+    assert len(reads) == 2
+    api.graph_around(vault, memory_id="mem_a", now="2030-01-01")      # another moment: computed for it
+    assert len(reads) == 3
+
+
 def test_memories_page_newest_first_with_filters_and_tags(vault):
     for k in range(7):
         writes.add(vault, {"id": f"mem_{k}", "subject": "a" if k % 2 else "b", "summary": f"m{k}",
@@ -116,6 +136,33 @@ def test_memories_page_newest_first_with_filters_and_tags(vault):
         api.browse(vault, layer="L9")
     with pytest.raises(UsageError):
         api.browse(vault, colour="red")
+
+
+def test_a_tag_is_found_however_the_file_writes_it(vault):
+    """memrepo quotes and escapes a tag holding '"' or '\\'; a person's hand-written file may
+    list tags in flow style or without indenting them: the tag filter finds each."""
+    writes.add(vault, {"id": "mem_quoted", "summary": "q", "tags": ['say "hi"', "back\\slash"]}, "")
+    folder = vault.root / "memories" / "L1" / "2026-11-01"
+    folder.mkdir(parents=True)
+    head = "---\nlayer: L1\nkind: event\nsubject: general\nstatus: active\nsource: user\n"
+    (folder / "mem_hand.md").write_text(head + "id: mem_hand\nsummary: by hand\ncreated: 2026-11-01T09:00:00+00:00\n"
+                                        'tags: [alpha, "#数据库"]\n---\nWritten by hand.\n', encoding="utf-8")
+    (folder / "mem_flat.md").write_text(head + "id: mem_flat\nsummary: flat\ncreated: 2026-11-01T10:00:00+00:00\n"
+                                        "tags:\n- alpha\n---\nWritten by hand too.\n", encoding="utf-8")
+    git(vault.root, "add", "memories")
+    git(vault.root, "commit", "-q", "-m", "hand-written memories")
+    assert [r["id"] for r in api.browse(vault, tag='say "hi"').rows] == ["mem_quoted"]
+    assert [r["id"] for r in api.browse(vault, tag="back\\slash").rows] == ["mem_quoted"]
+    assert [r["id"] for r in api.browse(vault, tag="alpha").rows] == ["mem_flat", "mem_hand"]
+    assert [r["id"] for r in api.browse(vault, tag="#数据库").rows] == ["mem_hand"]
+    assert api.browse(vault, tag="alph").total == 0
+
+
+def test_a_page_offset_past_any_vault_is_a_usage_error_not_a_crash(vault):
+    writes.add(vault, {"id": "mem_1", "summary": "one"}, "")
+    assert api.browse(vault, offset=10**6).rows == ()
+    with pytest.raises(UsageError):
+        api.browse(vault, offset=10**30)
 
 
 def test_an_agent_scope_browses_that_agents_private_vault(vault):

@@ -13,7 +13,10 @@ from memrepo.review import writes
 from memrepo.team import citations, scopes
 
 XSS_BODY = ("Watch out: <script>alert(1)</script> and <img src=x onerror=\"alert(2)\"> "
-            "and <img src=\"http://127.0.0.1:9/probe.png\"> and ![probe](http://127.0.0.1:9/probe2.png).")
+            "and <img src=\"http://127.0.0.1:9/probe.png\"> and ![probe](http://127.0.0.1:9/probe2.png) "
+            "and [a link](javascript:alert(7)) and [[mem_theme|<svg onload=alert(8)>]].")
+# A field that tries to break out of an attribute, a text node or the SVG it is drawn in.
+XSS_FIELD = "\"'><script>alert({n})</script><svg onload=alert({n})> a field that tries to run script"
 
 
 def build(root: Path) -> dict[str, str]:
@@ -46,8 +49,9 @@ def build(root: Path) -> dict[str, str]:
         applied = writes.add(vault, {"id": "mem_limit2", "subject": "ops", "fact": "rate.limit", "kind": "knowledge",
                                      "summary": "rate limit 200/s"}, "The API allows 200 requests per second.")
         api.apply(vault, str(applied.proposal))
-        writes.add(vault, {"id": "mem_xss", "subject": "security", "kind": "knowledge", "summary": "A body that tries to run script"},
-                   XSS_BODY)
+        writes.add(vault, {"id": "mem_xss", "subject": "security", "kind": "knowledge", "summary": XSS_FIELD.format(n=3),
+                           "tags": [XSS_FIELD.format(n=4)], "evidence": ["javascript:alert(5)", XSS_FIELD.format(n=6)],
+                           "links": ["mem_theme"]}, XSS_BODY)
         writes.add(vault, {"id": "mem_cache", "subject": "project-alpha", "kind": "knowledge",
                            "summary": "Cache invalidation uses versioned keys", "links": ["mem_pool"]},
                    "Bump the key version to invalidate; see [[mem_pool]].")

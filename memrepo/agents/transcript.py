@@ -28,11 +28,6 @@ def load_json(data: str | bytes, *, where: str = "stdin") -> Any:
         raise UsageError(f"{e}; give a list of messages or an object with 'messages'") from None
 
 
-def load_messages(text: str | bytes, *, where: str = "stdin") -> list[dict[str, Any]]:
-    """Message JSON (a list, or an object with ``messages``) as a list of message objects."""
-    return messages_of(load_json(text, where=where), where=where)
-
-
 def messages_of(data: Any, *, where: str = "stdin") -> list[dict[str, Any]]:
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]

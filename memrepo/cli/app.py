@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from memrepo.cli import claude, commands
+from memrepo.cli.check import check_app
 from memrepo.cli.commands import CHECKED_PARAMS, state
 from memrepo.cli.output import hoist_globals
 
@@ -21,7 +22,7 @@ from memrepo.cli.output import hoist_globals
 GLOBAL_OPTIONS = ("--vault", "--agent")
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a check found problems (validate, hooks) or git failed; 2 usage error; "
+    "Exit codes: 0 ok; 1 a check found problems (validate, hooks), a recall check regressed (check run) or git failed; 2 usage error; "
     "3 not found; 4 conflict (stale proposal, already applied); 5 invalid data "
     "(a memory, import line or file); 75 busy, nothing written, retry later (lock wait: lock_timeout in config.toml "
     "or MEMREPO_LOCK_TIMEOUT; --request-id makes a retry safe). --vault and --json may stand before or after the command; with "
@@ -190,6 +191,7 @@ app.add_typer(policy_app, name="policy")
 hook_app = typer.Typer(help="Entry points git hooks call (used by the installed shims).", rich_markup_mode=None)
 app.add_typer(hook_app, name="hook", hidden=True)
 claude.register(app)
+app.add_typer(check_app, name="check")
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
 
@@ -235,10 +237,11 @@ def _progress(label: str):
 
 @app.command()
 def init(path: Path = typer.Argument(..., help="Directory to create the vault in (new or empty)."),
+         ci: Optional[str] = typer.Option(None, "--ci", help="github or gitlab: also commit the forge workflow that runs the recall checks."),
          as_json: bool = JsonOpt):
     """Create a vault: git repository on main, layout, config, .gitignore and hooks."""
     from memrepo import api
-    vault = api.init(path)
+    vault = api.init(path, ci=ci)
     _out({"vault": str(vault.root), "commit": vault.head()}, as_json, f"Created vault {vault.root}")
 
 
@@ -472,6 +475,10 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
         text = proposals.card(vault, proposal_id)
         data = {**p.as_dict(), "card": text, "memories_detail": [
             {**dict(m.meta), "path": m.path, "body": m.body} for m in proposals.memories_of(vault, p)]}
+        if p.status == "open":  # what applying it does to recall: the check delta
+            from memrepo import api
+            checks = api.proposal_checks(vault, p.id)
+            text, data["checks"] = text.rstrip("\n") + "\n" + "\n".join(checks.card_lines()) + "\n", checks.as_dict()
     _out(data, as_json, text)
 
 
@@ -479,11 +486,13 @@ def review(proposal_id: str = typer.Argument(..., metavar="ID", help="Proposal i
 def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
           only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
+          accept_regression: Optional[str] = typer.Option(None, "--accept-regression", metavar="REASON", help="Apply although recall checks regress; the reason is recorded in the apply commit."),
           as_json: bool = JsonOpt):
-    """Apply a proposal: one merge commit on main."""
+    """Apply a proposal: the recall checks first (a regression refuses, exit 4), then one merge commit on main."""
+    from memrepo import api
     from memrepo.review import proposals
     with _vault() as vault:
-        commit = proposals.apply(vault, proposal_id, mode=mode, only=only or None)
+        commit = api.apply(vault, proposal_id, mode=mode, only=only or None, accept_regression=accept_regression)
         remote = proposals.delete_pushed_branches(vault, ids=[proposals.get(vault, proposal_id).id])
     _out({"proposal": proposal_id, "commit": commit, "mode": mode, "remote_branches": remote}, as_json,
          f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'"
@@ -630,6 +639,9 @@ def distill(now: Optional[str] = NowOpt,
         lines.append(f"left out {report.small_talk} entries: small talk, or nothing of the speaker's own")
     if report.proposal:
         lines.append(f"proposal {report.proposal}: review with 'memrepo review {report.proposal}'")
+    lines += [f"check candidate {c['name']}: {c['question']!r} must find {c['expect']} ({c['why']})" for c in report.check_candidates]
+    if report.check_proposal:
+        lines.append(f"proposal {report.check_proposal} (recall checks): review with 'memrepo review {report.check_proposal}'")
     _out(report.as_dict(), as_json, "\n".join(lines) or f"no new patterns among {report.considered} entries")
 
 
@@ -706,6 +718,7 @@ def _nightly_summary(result: dict) -> str:
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in r.items()
                            if isinstance(n, int) and not isinstance(n, bool))
         where = (f"; review: memrepo review {r['proposal']}" if r.get("proposal") else "") + \
+                (f"; recall checks: memrepo review {r['check_proposal']}" if r.get("check_proposal") else "") + \
                 (f"; commit {str(r['commit'])[:12]}" if r.get("commit") else "")
         return f"{name}: {counts or 'nothing to ' + verb}{where}"
     index = result.get("index") or {}

@@ -264,7 +264,7 @@ def _active_linkers(node_id: str, graph: Graph, statuses: Mapping[str, str]) -> 
 
 
 def plan_expiry(memories: Iterable, *, now: datetime,
-                policy: Literal["demote", "archive"] = "demote") -> ExpiryPlan:
+                policy: str = "demote") -> ExpiryPlan:
     """Monthly clean-up: active memories whose ``expires`` has passed.
 
     ``memories`` are values with ``id``, ``layer``, ``status`` and ``expires`` (such as
@@ -297,7 +297,7 @@ def _expire(memory, policy: str) -> ExpiryAction:
 def _age_days(created: str | None, now: datetime | None) -> float | None:
     """Days since ``created``, or None when either is unknown."""
     when = aware_time(created) if created and now else None
-    return None if when is None else (now - when).total_seconds() / 86400
+    return None if when is None or now is None else (now - when).total_seconds() / 86400
 
 
 def _clamp(value: float) -> float:

@@ -25,14 +25,14 @@ def _nodes(memories: Iterable[Memory]):
         g = m.meta.get
         weight = g("weight")
         yield Node(id=m.id, status=str(g("status", "")), links=tuple(g("links", ())), body=m.body,
-                   supersedes=(g("supersedes"),) if g("supersedes") else (),
-                   superseded_by=(g("superseded_by"),) if g("superseded_by") else (),
+                   supersedes=(str(g("supersedes")),) if g("supersedes") else (),
+                   superseded_by=(str(g("superseded_by")),) if g("superseded_by") else (),
                    weight=float(weight) if isinstance(weight, int | float) else 0.0, layer=g("layer"),
                    created=g("created"), expires=g("expires"))
 
 
 def _stats(vault: Vault):
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     return stats(vault)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
+from memrepo.lifecycle import check_candidates
 from memrepo.lifecycle.runs import free_proposal_id, read_main, resolve_now, run_log
 from memrepo.model import Memory, parse_timestamp
 from memrepo.store import faults
@@ -34,6 +35,8 @@ class DistillReport:
     small_talk: int = 0
     capped: tuple[dict, ...] = ()
     near_misses: tuple[dict, ...] = ()
+    check_candidates: tuple[dict, ...] = ()   # questions that recalled a memory usefully, as recall checks
+    check_proposal: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +70,7 @@ def known_patterns(vault: Vault):
     from memrepo.review import proposals
     found: dict[str, KnownPattern] = {}
 
-    def note(memory: Memory, status: str) -> None:
+    def note(memory: Memory, status: Literal["proposed", "applied", "rejected"]) -> None:
         if memory.meta.get("source") != "distill":
             return
         found[memory.id] = KnownPattern(memory.id, tuple(memory.meta.get("links", ())), status,
@@ -103,7 +106,7 @@ def _candidate_memory(c, now: dt.datetime) -> Memory:
 
 def _learned_stopwords(vault: Vault) -> frozenset[str]:
     """Search's learned stopwords (terms of failed recalls): no content for distill either."""
-    from memrepo.retrieval.search import stats
+    from memrepo.retrieval.warm import stats
     try:
         return stats(vault).learned_stopwords()
     except Exception:  # statistics are derived and optional: never stop the nightly run for them
@@ -150,6 +153,7 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
                       f">= {params['min_occurrences']} distinct {params['count_by'].replace('_', ' ')}s")
             faults.point("distill-proposed")
             proposal_id = proposals.create(vault, memories, reason=reason, proposal_id=pid).id
+        checks = None if promote else check_candidates.propose_checks(vault, now=when, dry_run=dry_run)
     report = DistillReport(
         now=when.isoformat(), layer=target, considered=result.considered,
         candidates=tuple(_candidate_row(c) for c in sorted(result.candidates, key=lambda c: (-c.score, c.id))),
@@ -159,7 +163,9 @@ def distill(vault: Vault, *, now: str | dt.datetime | None = None, promote: bool
         proposal=proposal_id, small_talk=result.small_talk,
         capped=tuple({"id": c.id, "summary": c.summary, "members": list(c.members), "score": c.score}
                      for c in result.capped),
-        near_misses=result.near_misses)
+        near_misses=result.near_misses,
+        check_candidates=tuple(c.as_dict() for c in checks.candidates) if checks else (),
+        check_proposal=checks.proposal if checks else None)
     if dry_run:
         return report
     if report.reinforcements:

@@ -135,7 +135,8 @@ def build_graph(memories: Iterable[Node],
             continue
         key = (edge.source, edge.target, edge.kind)
         best[key] = max(best.get(key, 0.0), edge.strength)
-    edges, dangling = [], []
+    edges: list[Edge] = []
+    dangling: list[Edge] = []
     for (source, target, kind), strength in sorted(best.items()):
         if source not in nodes:
             continue  # co-occurrence of a memory that no longer exists: nothing to say

@@ -5,7 +5,9 @@ then their strongest neighbours while room is left; for a subject, that subject'
 (active ones first, most active first) and the edges between them. Each node carries what
 influence decay thinks of it (its activity score and whether the next decay run would archive
 it), so the picture shows what is alive and what is fading. A neighbourhood larger than
-``limit`` is cut to the strongest and says how many were left out.
+``limit`` is cut to the strongest and says how many were left out. The whole graph behind it
+reads every memory on main (about 40 s at 100,000 memories), so a long-running reader
+(``memrepo ui``) keeps it for the commit it was read at, for a few minutes.
 
 :func:`neighbours` is the cheap answer a memory page needs (no whole-graph build): the memories
 this one points at and the memories whose files mention its id (links, ``[[wikilinks]]``,
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -25,6 +29,7 @@ from memrepo.store.checks import check_bytes
 from memrepo.store.vault import Vault
 
 DEFAULT_LIMIT = 24
+WHOLE_SECONDS = 600        # how long the whole graph of one commit is kept (recall statistics move too)
 
 
 @dataclass(frozen=True)
@@ -70,36 +75,78 @@ def graph_around(vault: Vault, *, memory_id: str | None = None, subject: str | N
                  limit: int = DEFAULT_LIMIT, now: str | dt.datetime | None = None) -> GraphView:
     """The neighbourhood of ``memory_id`` (or the memories of ``subject``), at most ``limit``
     nodes besides the centre, strongest first."""
-    from memrepo.lifecycle import decay as algo
-    from memrepo.lifecycle.decay_run import _stats, _with_writes, build_graph, decay_params
-    from memrepo.lifecycle.runs import resolve_now
     if (memory_id is None) == (subject is None):
         raise UsageError("give a memory id or a subject, not both")
     if limit < 1:
         raise UsageError("limit must be at least 1")
-    graph, memories = build_graph(vault)
-    by_id = {m.id: m for m in memories}
-    params = decay_params(vault)
-    activity = algo.compute_activity(graph, recall=_with_writes(_stats(vault).recall_summary(), memories),
-                                     now=resolve_now(now), params=params)
-    plan = algo.plan_archive(activity, graph, now=resolve_now(now), params=params)
-    cold = {d.id for d in plan.decisions if d.action != "keep"}
+    whole = _whole(vault, now)
+    cards = whole.cards
     if memory_id is not None:
-        if memory_id not in by_id:
+        if memory_id not in cards:
             vault.get(memory_id)   # NotFound with the usual message, or an unreadable file
             raise NotFound(f"{memory_id} is not on main")
-        rings, candidates = _memory_rings(graph, memory_id, limit)
+        rings, candidates = _memory_rings(whole.graph, memory_id, limit)
     else:
-        rings, candidates = _subject_rings(by_id, activity, str(subject), limit)
-    nodes = [_node(i, ring, by_id, activity, cold) for i, ring in rings.items()]
+        rings, candidates = _subject_rings(cards, whole.activity, str(subject), limit)
+    nodes = [_node(i, ring, cards, whole.activity, whole.cold) for i, ring in rings.items()]
     if subject is not None:
         nodes.insert(0, GraphNode(str(subject), str(subject), "", "subject", "", 0, None, False))
     shown = set(rings)
-    links = [GraphLink(e.source, e.target, e.kind, e.strength) for e in graph.edges if e.source in shown and e.target in shown]
+    links = [GraphLink(e.source, e.target, e.kind, e.strength) for e in whole.graph.edges if e.source in shown and e.target in shown]
     if subject is not None:
         links += [GraphLink(str(subject), i, "subject", 0.3) for i, ring in rings.items() if ring == 1]
     return GraphView(memory_id or str(subject), "memory" if memory_id else "subject", tuple(nodes), tuple(links),
-                     candidates, limit, params.archive_threshold)
+                     candidates, limit, whole.archive_threshold)
+
+
+@dataclass(frozen=True)
+class _Card:
+    """What the picture shows of one memory."""
+    summary: str
+    layer: str
+    kind: str
+    status: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """The whole graph of main at one commit, with what influence decay makes of it."""
+    graph: Any
+    cards: dict[str, _Card]
+    activity: dict[str, Any]
+    cold: frozenset[str]
+    archive_threshold: float
+
+
+_WHOLE: dict[str, tuple[str | None, float, _Whole]] = {}
+_WHOLE_LOCK = threading.Lock()
+
+
+def _whole(vault: Vault, now: str | dt.datetime | None) -> _Whole:
+    """The whole graph at main's tip, kept for :data:`WHOLE_SECONDS` when asked for the present."""
+    root, head = str(vault.root), vault.head()
+    with _WHOLE_LOCK:
+        kept = _WHOLE.get(root) if now is None else None
+        if kept is not None and kept[0] == head and time.monotonic() - kept[1] < WHOLE_SECONDS:
+            return kept[2]
+        whole = _read_whole(vault, now)
+        if now is None:
+            _WHOLE[root] = (head, time.monotonic(), whole)
+        return whole
+
+
+def _read_whole(vault: Vault, now: str | dt.datetime | None) -> _Whole:
+    from memrepo.lifecycle import decay as algo
+    from memrepo.lifecycle import decay_run
+    from memrepo.lifecycle.runs import resolve_now
+    graph, memories = decay_run.build_graph(vault)
+    params = decay_run.decay_params(vault)
+    activity = algo.compute_activity(graph, recall=decay_run._with_writes(decay_run._stats(vault).recall_summary(), memories),
+                                     now=resolve_now(now), params=params)
+    plan = algo.plan_archive(activity, graph, now=resolve_now(now), params=params)
+    cards = {m.id: _Card(*(str(m.meta.get(k, "")) for k in ("summary", "layer", "kind", "status", "subject"))) for m in memories}
+    return _Whole(graph, cards, activity, frozenset(d.id for d in plan.decisions if d.action != "keep"), params.archive_threshold)
 
 
 def _memory_rings(graph, centre: str, limit: int) -> tuple[dict[str, int], int]:
@@ -125,18 +172,17 @@ def _strongest(graph, node_id: str, *, exclude: set[str]) -> list[str]:
     return sorted(best, key=lambda i: (-best[i], i))
 
 
-def _subject_rings(by_id: dict[str, Memory], activity, subject: str, limit: int) -> tuple[dict[str, int], int]:
-    mine = [m for m in by_id.values() if m.meta.get("subject") == subject]
+def _subject_rings(cards: dict[str, _Card], activity, subject: str, limit: int) -> tuple[dict[str, int], int]:
+    mine = [i for i, card in cards.items() if card.subject == subject]
     if not mine:
         raise NotFound(f"no memory on main is about subject {subject!r}")
-    order = sorted(mine, key=lambda m: (m.meta.get("status") != "active", -activity[m.id].score, m.id))
-    return {m.id: 1 for m in order[:limit]}, len(mine)
+    order = sorted(mine, key=lambda i: (cards[i].status != "active", -activity[i].score, i))
+    return {i: 1 for i in order[:limit]}, len(mine)
 
 
-def _node(memory_id: str, ring: int, by_id: dict[str, Memory], activity, cold: set[str]) -> GraphNode:
-    m = by_id[memory_id]
-    g = m.meta.get
-    return GraphNode(memory_id, str(g("summary", "")), str(g("layer", "")), str(g("kind", "")), str(g("status", "")),
+def _node(memory_id: str, ring: int, cards: dict[str, _Card], activity, cold: frozenset[str]) -> GraphNode:
+    c = cards[memory_id]
+    return GraphNode(memory_id, c.summary, c.layer, c.kind, c.status,
                      ring, activity[memory_id].score if memory_id in activity else None, memory_id in cold)
 
 

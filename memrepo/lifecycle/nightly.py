@@ -26,9 +26,9 @@ def nightly(vault: Vault, *, now: str | dt.datetime | None = None) -> dict[str, 
     lock_path = git.git_path(vault.root, "memrepo-nightly.lock")
     try:
         with locked(lock_path, timeout=0, what="the nightly run"):
-            result = {"now": resolve_now(now).isoformat(),
-                      "distill": _summary(distill(vault, now=now)),
-                      "promote": _summary(distill(vault, now=now, promote=True))}
+            result: dict[str, Any] = {"now": resolve_now(now).isoformat(),
+                                      "distill": _summary(distill(vault, now=now)),
+                                      "promote": _summary(distill(vault, now=now, promote=True))}
             try:
                 vault.require_main_checkout()
                 result["decay"] = _summary(decay(vault, now=now))
@@ -46,9 +46,9 @@ def nightly(vault: Vault, *, now: str | dt.datetime | None = None) -> dict[str, 
 
 def _summary(report) -> dict[str, Any]:
     d = report.as_dict()
-    out = {k: d[k] for k in ("proposal", "commit") if d.get(k)}
-    for key in ("candidates", "reinforcements", "archived", "deletion_candidates", "actions", "skipped"):
+    out = {k: d[k] for k in ("proposal", "commit", "check_proposal") if d.get(k)}
+    for key in ("candidates", "reinforcements", "archived", "deletion_candidates", "actions", "skipped", "check_candidates"):
         if d.get(key):
             out[key] = len(d[key])
-    out["changed"] = bool(d.get("proposal") or d.get("commit"))
+    out["changed"] = bool(d.get("proposal") or d.get("commit") or d.get("check_proposal"))
     return out

@@ -45,10 +45,11 @@ def read_main(vault: Vault, rows: list[dict], *, progress: Callable[[int, int], 
                 progress(i, len(rows))
             try:
                 memory, problems = check_bytes(row["path"], reader.read(f"{vault.main_ref}:{row['path']}"))
+                reason = "; ".join(map(str, problems))
             except Exception as e:  # a damaged file must not stop the nightly run
-                memory, problems = None, [str(e)]
+                memory, reason = None, str(e)
             if memory is None:
-                bad.append((row["id"], "; ".join(map(str, problems)) or "unreadable"))
+                bad.append((row["id"], reason or "unreadable"))
             else:
                 out.append(memory)
     if progress:

@@ -4,12 +4,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 from memrepo.errors import UsageError
 from memrepo.model import check_choice
+from memrepo.store import processes
 from memrepo.store.vault import Vault
 
 SCHEDULE_KINDS = ("cron", "systemd")
@@ -55,14 +55,14 @@ def install_schedule(vault: Vault, *, kind: str = "cron", at: str = "03:17") -> 
         return written + [f"enable it with: systemctl --user daemon-reload && systemctl --user enable --now {unit}.timer"]
     line = files["crontab"]
     try:
-        current = subprocess.run(["crontab", "-l"], capture_output=True, text=True)
+        current = processes.run("crontab", "-l")
     except FileNotFoundError:
         raise UsageError("no 'crontab' command on this machine; use --kind systemd") from None
     existing = current.stdout if current.returncode == 0 else ""
     marker = f"# memrepo nightly {vault.root}"
     kept = [ln for ln in existing.splitlines() if not ln.endswith(marker)]
     new = "\n".join(kept + [line]) + "\n"
-    proc = subprocess.run(["crontab", "-"], input=new, capture_output=True, text=True)
+    proc = processes.run("crontab", "-", input=new)
     if proc.returncode != 0:
         raise UsageError(f"crontab refused the entry: {proc.stderr.strip()}")
     return [f"installed in your crontab: {line}"]

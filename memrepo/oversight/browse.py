@@ -19,6 +19,7 @@ from memrepo.team import scopes
 
 FILTERS = ("layer", "kind", "status", "subject", "fact")
 MAX_PAGE = 500
+MAX_OFFSET = 2**62          # SQLite's integers end at 2**63
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ def browse(vault: Vault, *, offset: int = 0, limit: int = 50, agent: str | None 
     unknown = set(filters) - set(FILTERS)
     if unknown:
         raise UsageError(f"unknown filter(s): {', '.join(sorted(unknown))}; use {', '.join(FILTERS + ('tag', 'agent'))}")
-    if offset < 0 or not 1 <= limit <= MAX_PAGE:
-        raise UsageError(f"a page starts at 0 or later and holds 1 to {MAX_PAGE} memories")
+    if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= MAX_PAGE:
+        raise UsageError(f"a page starts at 0 to {MAX_OFFSET} and holds 1 to {MAX_PAGE} memories")
     clean = {k: v for k, v in filters.items() if v}
     check_choice("layer", clean.get("layer"), LAYERS)
     check_choice("status", clean.get("status"), STATUSES)
@@ -80,9 +81,12 @@ def _page(vault: Vault, scope: str, offset: int, limit: int, tag: str | None, fi
 
 
 def _tagged(vault: Vault, tag: str) -> set[str]:
-    """Paths on main whose memory carries ``tag`` (git finds the candidates, each is checked)."""
-    escaped = "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in tag)
-    candidates = git.grep_files(vault.root, vault.main_ref, f"^  - \"?{escaped}\"?$", MEMORY_ROOTS)
+    """Paths on main whose memory carries ``tag``: git finds the files with a list item or a
+    ``tags:`` line holding its text as written or as memrepo writes it (quoted, escaped), so a
+    hand-written file's flow list or unindented items count too; each candidate is checked."""
+    from memrepo.store.document import scalar
+    forms = "|".join("".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in text) for text in {tag, scalar(tag)})
+    candidates = git.grep_files(vault.root, vault.main_ref, f"^(tags:|[[:space:]]*-[[:space:]]).*({forms})", MEMORY_ROOTS)
     found = set()
     for path in candidates:
         try:

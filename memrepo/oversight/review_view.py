@@ -64,6 +64,7 @@ class ReviewView:
     compare_url: str | None
     card_text: str
     notes: tuple[str, ...] = field(default=())   # what could not be read (an evidence file gone, ...)
+    checks: Any = None   # an open proposal's recall-check delta (memrepo.lifecycle.memory_ci.CheckRun)
 
 
 def review_view(vault: Vault, ref: str) -> ReviewView:
@@ -74,9 +75,11 @@ def review_view(vault: Vault, ref: str) -> ReviewView:
     entries = [_entry(vault, p, m.meta, "write", notes) for m in memories]
     all_diffs = diffs.proposal_diffs(vault, p.id)
     entries += [_deletion(d, p) for d in all_diffs if d.kind == "delete"]
+    from memrepo.lifecycle.memory_ci import proposal_checks
     return ReviewView(p, tuple(entries), tuple(all_diffs), p.base or None,
                       forge.compare_url(vault, p.id) if p.status == "open" else None,
-                      proposals.card(vault, p.id), tuple(notes))
+                      proposals.card(vault, p.id), tuple(notes),
+                      proposal_checks(vault, p.id) if p.status == "open" else None)
 
 
 def _entry(vault: Vault, p: proposals.Proposal, meta, action: str, notes: list[str]) -> CardEntry:
@@ -138,6 +141,7 @@ def review_markdown(vault: Vault, ref: str) -> str:
     view = review_view(vault, ref)
     p = view.proposal
     lines = [f"## memrepo proposal `{p.id}` ({p.status})", "", f"> {_md(p.reason)}", ""]
+    lines += checks_markdown(view.checks) if view.checks is not None else []
     by_id = {d.id: d for d in view.diffs}
     for entry in view.entries:
         lines += _entry_markdown(entry, view.rollback_point)
@@ -148,21 +152,42 @@ def review_markdown(vault: Vault, ref: str) -> str:
     return "\n".join(lines)
 
 
+def checks_markdown(run) -> list[str]:
+    """The recall-check delta: the summary, and a row per check that regressed, fails or was fixed."""
+    if run.skipped:
+        return ["### Recall checks", "", f"Not run: {_md(run.skipped)}", ""]
+    if not run.results:
+        return []
+    shown = [r for r in run.results if r.status != "pass"]
+    out = ["### Recall checks", "", f"**{run.summary()}** passed ({_md(run.against or '')} → after apply)"
+           + (f", **{len(run.regressions)} regressed**" if run.regressions else ""), ""]
+    if shown:
+        out += ["| check | result | before | after | question |", "|---|---|---|---|---|"]
+        out += [f"| `{r.check.name}` | {'**regressed**' if r.status == 'regressed' else r.status} | "
+                f"{_md(r.before.text(expects=_expects(r)) if r.before else '')} | {_md(r.after.text(expects=_expects(r)))} | "
+                f"{_md(r.check.question)} |" for r in shown] + [""]
+    return out
+
+
+def _expects(result) -> bool:
+    return bool(result.check.expect_id or result.check.expect_fact)
+
+
 def _entry_markdown(e: CardEntry, rollback: str | None) -> list[str]:
-    key = f", fact `{e.fact}`" if e.fact else ""
+    key = f", fact {_code(e.fact)}" if e.fact else ""
     head = "Delete" if e.action == "delete" else "Memory"
     rows = [("Why it needs review", _md(e.risk_reason)),
             ("1. Triggered by", f"{_md(e.author)} (source: {_md(e.source)}" + (f", session {_md(e.session)}" if e.session else "") + ")")]
     if e.supersedes:
         s = e.supersedes
-        rows.append(("2. Supersedes", f"`{s['id']}`: {_md(s['summary'] or '(not found on main)')} by {_md(s['author'] or 'unknown')}"
+        rows.append(("2. Supersedes", f"{_code(s['id'])}: {_md(s['summary'] or '(not found on main)')} by {_md(s['author'] or 'unknown')}"
                      + (f" (evidence: {_md('; '.join(s['evidence']))})" if s["evidence"] else "")))
     else:
         rows.append(("2. Supersedes", "nothing"))
     rows.append(("3. Evidence", "<br>".join(_evidence_md(i) for i in e.evidence) or "none given"))
     rows.append(("4. Affects", "<br>".join([_md(a) for a in e.affects] + [f"cited by {_md(c)}" for c in e.cited_by]) or "—"))
     rows.append(("5. Rollback point", f"`{rollback}`" if rollback else "the empty vault"))
-    out = [f"### {head} `{e.id}`: {_md(e.summary)}", "", f"{e.layer} {e.kind}, subject `{e.subject}`{key}", "",
+    out = [f"### {head} {_code(e.id)}: {_md(e.summary)}", "", f"{_md(e.layer)} {_md(e.kind)}, subject {_code(e.subject)}{key}", "",
            "| | |", "|---|---|"]
     return out + [f"| {k} | {v} |" for k, v in rows] + [""]
 
@@ -170,10 +195,10 @@ def _entry_markdown(e: CardEntry, rollback: str | None) -> list[str]:
 def _evidence_md(item: EvidenceItem) -> str:
     if item.kind == "stored" and item.text is not None:
         first = " ".join(item.text.split())[:200]
-        return f"`{item.pointer}`: {_md(first)}{'…' if item.truncated or len(item.text) > 200 else ''}"
+        return f"{_code(item.pointer)}: {_md(first)}{'…' if item.truncated or len(item.text) > 200 else ''}"
     if item.kind == "memory":
-        return f"`{item.pointer}`: {_md(item.text or '')}"
-    return f"`{item.pointer}`"
+        return f"{_code(item.pointer)}: {_md(item.text or '')}"
+    return _code(item.pointer)
 
 
 def diff_markdown(d: MemoryDiff) -> list[str]:
@@ -195,7 +220,7 @@ def diff_markdown(d: MemoryDiff) -> list[str]:
 def _field_row(f: diffs.FieldChange) -> str:
     if f.added or f.removed:
         after = " ".join([f"<del>{_cell(v)}</del>" for v in f.removed] + [f"<ins>{_cell(v)}</ins>" for v in f.added])
-        return f"| {f.name} | {_cell(f.old)} | {after} |"
+        return f"| {f.name} | {_cell(f.old) if f.old is not None else '—'} | {after} |"
     return f"| {f.name} | {_cell(f.old) if f.old is not None else '—'} | {_cell(f.new) if f.new is not None else '—'} |"
 
 
@@ -210,6 +235,14 @@ def _cell(value: Any) -> str:
     if isinstance(value, list | tuple):
         value = ", ".join(str(v) for v in value)
     return _md(str(value)).replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    """A value shown as code whatever it holds. A code span shows its text as written, but ends
+    at a backtick (and, in a table, at a ``|``), letting the rest through as markdown or HTML:
+    such a value is an HTML ``<code>`` element around escaped text instead."""
+    text = str(text)
+    return f"`{text}`" if not any(c in text for c in "`|\n") else f"<code>{_md(text)}</code>"
 
 
 def _md(text: str) -> str:

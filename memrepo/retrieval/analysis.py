@@ -13,8 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import cast
 
-from whoosh.analysis import Token, Tokenizer
+from whoosh.analysis import Analyzer, Token, Tokenizer
 from whoosh.fields import TEXT
 from whoosh.system import pack_uint
 
@@ -43,7 +44,7 @@ class MemoryTokenizer(Tokenizer):
             tok.boost = 1.0
             tok.stopped = False
             if keeporiginal:
-                tok.original = term
+                tok.original = term  # type: ignore[attr-defined]  # a Token takes any attribute, as Whoosh's own tokenizers set it
             if positions:
                 tok.pos = pos
             pos += 1
@@ -115,7 +116,7 @@ class ScoredText(TEXT):
     """
 
     def __init__(self, *, stored: bool = False) -> None:
-        super().__init__(analyzer=MemoryTokenizer(), phrase=False, stored=stored)
+        super().__init__(analyzer=cast(Analyzer, MemoryTokenizer()), phrase=False, stored=stored)  # a tokenizer analyses alone
 
     def index(self, value, **kwargs):
         if isinstance(value, str):
@@ -146,14 +147,9 @@ class ScoredText(TEXT):
             freqs.update(counts)
             for t, n in counts.items():
                 weights[t] = weights.get(t, 0.0) + n * boost
-        fb = self.format.field_boost
+        fb = self.format.field_boost if self.format is not None else 1.0
         return [(t.encode("utf-8"), n, weights[t] * fb, pack_uint(n))
                 for t, n in freqs.items()]
-
-
-def memory_analyzer() -> MemoryTokenizer:
-    """Analyzer for prose fields (summary, body, tags)."""
-    return MemoryTokenizer()
 
 
 # ------------------------------------------------------------------ query analysis ---
@@ -162,6 +158,10 @@ _HISTORY_RE = re.compile(
     r"\b(history|before|previous(?:ly)?|used to|formerly|originally|earlier|old value|"
     r"changed|change log)\b|以前|之前|历史|曾经|原来|过去|早先|变更|改动",
     re.IGNORECASE)
+# "the week before 16 November", "two days earlier": a span of time, not a memory's history
+_SPAN_BEFORE_RE = re.compile(
+    r"\b(?:days?|nights?|weeks?|weekends?|months?|years?|mornings?|evenings?|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)\s+(?:before|earlier)\b", re.IGNORECASE)
 _HOWTO_RE = re.compile(
     r"^\s*(how|why)\b|\bhow (?:do|to|can|should|does)\b|\b(steps|procedure|best way|fix|"
     r"troubleshoot)\b|如何|怎么|怎样|为什么|为何|方法|步骤|办法",
@@ -187,7 +187,7 @@ def detect_intent(query: str) -> str:
     A light, deterministic classifier (seed 003's intent routing): history words first, then
     identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing.
     """
-    if _HISTORY_RE.search(query):
+    if _HISTORY_RE.search(_SPAN_BEFORE_RE.sub(" ", query)):
         return "history"
     if find_keys(query):
         return "fact"

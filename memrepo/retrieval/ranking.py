@@ -8,21 +8,22 @@ BM25F, same-session neighbours, heat) and the relevance floor. Every knob is a f
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
 
 from memrepo import text
-from memrepo.retrieval import lookups
-from memrepo.retrieval.fields import SCORED, TERMS, epoch, rerank_texts
+from memrepo.retrieval import lookups, priors
+from memrepo.retrieval.fields import SCORED, TERMS, rerank_texts
+from memrepo.retrieval.filters import Filters, whoosh_queries
+from memrepo.retrieval.query_text import query_counts
 from memrepo.retrieval.snippets import snippet
 
 if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.stats import Stats
 
-ALL_STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
 PARSED_FIELDS = ("text", "summary", "keys")   # default fields of the advanced syntax
 
 
@@ -81,7 +82,8 @@ class Tuning:
     weights: tuple[tuple[str, float], ...] = (
         ("tagtext", 3.0), ("keys", 2.0), ("summary", 1.5), ("body", 1.0))
     exact_key_boost: float = 6.0
-    pool: int = 30                 # candidates fetched before re-ranking
+    pool: int = 60                 # candidates fetched before re-ranking (the priors re-order
+                                   # them: 30 -> 60 with the priors, LoCoMo fold mean R@10 +1.0)
     neighbour: float = 0.3         # weight of the best same-session neighbour's score
     prf_docs: int = 3              # pseudo-relevance feedback: top docs used (0 = off)
     prf_terms: int = 10
@@ -116,9 +118,17 @@ class Tuning:
     mix_howto: float = 0.45
     mix_history: float = 0.45
     mix_latin: float = 0.9         # at least this for a query mostly in Latin script
-    semantic_pool: int = 30
+    semantic_pool: int = 60
     semantic_floor: float = 0.35  # unrelated texts score < 0.15, translations 0.4-0.65 (tests/test_semantic.py)
     semantic_user_only: bool = True  # embed only the user's turns of a transcript query
+    # Priors (memrepo.retrieval.priors): a candidate's score is multiplied by 1 + the prior when
+    # the question names one of its facets (speaker-caroline), names a period its events fall
+    # in, or asks "when" and its text dates its event. 0 turns a cue off. Chosen on LoCoMo dev,
+    # each fold's value on the other four conversations (the same in all five; MADial's
+    # dialogues name no absolute date or facet: unchanged): bench/RESULTS.md, "Folds".
+    facet_prior: float = 0.5
+    date_prior: float = 2.0
+    when_prior: float = 0.5
 
 
 DEFAULT_TUNING = Tuning()
@@ -151,7 +161,7 @@ class _Cand:
 @dataclass
 class _Plan:
     """The query's analysed terms, their document frequencies and the searched subset."""
-    terms: Counter                 # every analysed term with its count in the query
+    terms: Mapping[str, float]     # every analysed term with its (weighted) count in the query
     df: dict[str, int]             # document frequency in the scored field (0: no memory)
     searched: dict[str, float]     # term -> query boost, the terms given to Whoosh
     n: int                         # documents in the index
@@ -182,7 +192,8 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     plan = _plan(searcher, q.text, learned, tuning)
     if not plan.terms and not q.advanced and semantic is None:   # (with vectors: the nearest memories)
         return SearchResult(q.text, (), True, intent)
-    flt, mask = _filters(q, history)
+    filters = Filters.of(q, history)
+    flt, mask = whoosh_queries(filters)
     wq = _build_query(searcher, q, plan, intent, tuning)
     cands = _collect(searcher, wq, flt, mask, tuning)
     if (tuning.prf_docs and cands and not q.advanced and intent in ("general", "howto")
@@ -195,9 +206,10 @@ def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[
     mix = None
     if semantic is not None and not q.advanced:
         mix = _mix_weight(tuning, intent, history, q.text)
-        cands = _add_semantic(searcher, cands, semantic, q, history, flt, mask, wq, tuning,
+        cands = _add_semantic(searcher, cands, semantic, filters, flt, mask, wq, tuning,
                               vector_led=intent != "fact" or len(cands) < q.limit)
-    cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix)
+    cues = None if q.advanced else priors.cues(q.text, plan.terms)
+    cands = _rerank(searcher, cands, plan, stats, tuning, max(q.limit, 0), mix, cues)
     _calibrate(cands, mix)
     if history:  # the relevant versions, newest first: a timeline of what is shown
         cands.sort(key=lambda c: c.fields.get("created") or "", reverse=True)
@@ -244,12 +256,7 @@ def _mix_weight(tuning: Tuning, intent: str, history: bool, query: str) -> float
     return a
 
 
-def _allowed_statuses(q: SearchQuery, history: bool) -> set[str]:
-    return {"active"} | ({"archived"} if q.deep else set()) \
-        | ({"superseded", "rolled_back"} if history else set())
-
-
-def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQuery, history: bool,
+def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, filters: Filters,
                   flt, mask, wq, tuning: Tuning, *, vector_led: bool) -> list[_Cand]:
     """Give every candidate its cosine; when vector-led, add the nearest memories within the
     filters (the subject/layer/kind/status/tag/date pool in numpy; Whoosh's filter checks them
@@ -263,8 +270,7 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
     if not vector_led:
         return cands
     have = {c.fields["id"] for c in cands}
-    near = vec.top(semantic.vector(), tuning.semantic_pool, subject=q.subject, layer=q.layer, kind=q.kind,  # type: ignore[attr-defined]
-                   statuses=_allowed_statuses(q, history), tag=_tag_term(q.tag), since=epoch(q.since))
+    near = vec.top(semantic.vector(), tuning.semantic_pool, filters)  # type: ignore[attr-defined]
     allow, deny = _docset(searcher, flt), _docset(searcher, mask)
     added: list[_Cand] = []
     for mid, c in near:
@@ -283,12 +289,12 @@ def _add_semantic(searcher, cands: list[_Cand], semantic: Semantic, q: SearchQue
 
 def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Plan:
     """Analysed query terms minus learned stopwords, and the affordable subset to search."""
-    counts = _query_counts(query, tuning)
+    counts = query_counts(query, assistant_lines=tuning.assistant_lines, unigrams=tuning.query_unigrams)
     n = max(searcher.doc_count(), 1)
     df = {t: lookups.doc_frequency(searcher, SCORED, t) for t in counts}
     if learned and counts:
         drop = {t for t in counts if t in learned and df[t] / n >= tuning.stop_df}
-        kept = Counter({t: c for t, c in counts.items() if t not in drop})
+        kept = {t: c for t, c in counts.items() if t not in drop}
         counts = kept or counts
     qtf = (lambda c: float(c)) if tuning.qtf_linear else (
         lambda c: 1.0 + math.log(c) if c >= 1.0 else c)
@@ -303,46 +309,6 @@ def _plan(searcher, query: str, learned: frozenset[str], tuning: Tuning) -> _Pla
         chosen = live[:tuning.common_terms]
         cost = sum(df[t] for t in chosen)
     return _Plan(counts, df, {t: qtf(counts[t]) for t in chosen}, n, cost)
-
-
-_SPEAKER_RE = re.compile(r"^\s*[*_]*([^\s:：*_]{1,24})[*_]*\s*[:：]")
-ASSISTANTS = frozenset({"助手", "智能助手", "assistant", "ai", "bot", "agent", "model"})
-
-
-def _query_counts(query: str, tuning: Tuning) -> Counter:
-    """Query terms with their (possibly fractional) counts. In a transcript (two or more
-    lines that start with a speaker label, one of them an assistant) the assistant's lines
-    count ``assistant_lines`` each: what the user said is what names the memory."""
-    lines = query.splitlines()
-    speakers = [m.group(1).lower() if m else None for m in map(_SPEAKER_RE.match, lines)]
-    if tuning.assistant_lines == 1.0 or sum(s is not None for s in speakers) < 2 \
-            or not any(s in ASSISTANTS for s in speakers):
-        return Counter(text.terms(query, unigrams=tuning.query_unigrams))
-    counts: Counter = Counter()
-    speaker = None
-    for line, who in zip(lines, speakers):
-        speaker = who or speaker  # an unlabelled line continues the previous turn
-        w = tuning.assistant_lines if speaker in ASSISTANTS else 1.0
-        for t in text.terms(line, unigrams=tuning.query_unigrams):
-            counts[t] += w
-    return counts
-
-
-def semantic_text(query: str, tuning: Tuning = DEFAULT_TUNING) -> str:
-    """The text of a query that is embedded. In a transcript (as :func:`_query_counts` sees
-    one) the assistant's turns are left out and the speaker labels dropped: what the user
-    said names the memory."""
-    lines = query.splitlines()
-    speakers = [m.group(1).lower() if m else None for m in map(_SPEAKER_RE.match, lines)]
-    if not tuning.semantic_user_only or sum(s is not None for s in speakers) < 2 \
-            or not any(s in ASSISTANTS for s in speakers):
-        return query
-    kept, speaker = [], None
-    for line, who, m in zip(lines, speakers, map(_SPEAKER_RE.match, lines)):
-        speaker = who or speaker
-        if speaker not in ASSISTANTS:
-            kept.append((line[m.end():] if m else line).strip().strip('"“”'))
-    return "\n".join(k for k in kept if k) or query
 
 
 def _build_query(searcher, q: SearchQuery, plan: _Plan, intent: str, tuning: Tuning,
@@ -370,27 +336,6 @@ def _parse_advanced(searcher, query: str):
         return parser.parse(query)
     except Exception:
         return None
-
-
-def _tag_term(tag: str | None) -> str | None:
-    """The ``tag`` field's term a tag filter asks for."""
-    return tag.lower().lstrip("#") if tag else None
-
-
-def _filters(q: SearchQuery, history: bool):
-    from whoosh import query as wq
-    allowed = _allowed_statuses(q, history)
-    mask = wq.Or([wq.Term("status", s) for s in ALL_STATUSES if s not in allowed])
-    parts = []
-    for field, value in (("subject", q.subject), ("layer", q.layer), ("kind", q.kind),
-                         ("tag", _tag_term(q.tag))):
-        if value:
-            parts.append(wq.Term(field, value))
-    since = epoch(q.since)
-    if since is not None:
-        parts.append(wq.NumericRange("created_ts", since, None))
-    flt = wq.And(parts) if len(parts) > 1 else (parts[0] if parts else None)
-    return flt, mask
 
 
 def _collect(searcher, query, flt, mask, tuning: Tuning) -> list[_Cand]:
@@ -475,9 +420,10 @@ def _feedback_terms(searcher, cands: list[_Cand], plan: _Plan,
 
 
 def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
-            tuning: Tuning, limit: int, mix: float | None = None) -> list[_Cand]:
+            tuning: Tuning, limit: int, mix: float | None = None,
+            cues: priors.Cues | None = None) -> list[_Cand]:
     """Final order: normalised BM25F (mixed with the cosine when ``mix`` is the keyword
-    weight), same-session support, heat; then the relevance floor."""
+    weight), the question's priors, same-session support, heat; then the relevance floor."""
     if not cands:
         return cands
     # single CJK characters are terms only when the query is one (e.g. 库): analyse the
@@ -491,6 +437,8 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
         c.score = c.keyword = c.bm25 / top
     if mix is not None:
         _mix(cands, mix)
+    if cues is not None and not cues.quiet:
+        _apply_priors(cands, cues, tuning)
     if tuning.neighbour:
         _add_neighbours(cands, tuning.neighbour)
     if stats is not None:
@@ -552,6 +500,13 @@ def _score_skipped(searcher, cands: list[_Cand], plan: _Plan, skipped: list[str]
             tf = seen.get(t, 0)
             if tf:
                 c.bm25 += weight[t] * tf * (k1 + 1.0) / (tf + norm)
+
+
+def _apply_priors(cands: list[_Cand], cues: priors.Cues, tuning: Tuning) -> None:
+    """What the question says beyond its words: a named facet, a named period, a "when"."""
+    for c in cands:
+        c.score *= priors.factor(c.fields, cues, facet=tuning.facet_prior, date=tuning.date_prior,
+                                 when=tuning.when_prior)
 
 
 def _add_neighbours(cands: list[_Cand], weight: float) -> None:

@@ -163,6 +163,19 @@ class Stats:
         return frozenset(t for t, failed, ok in rows if failed >= min_sessions and ok == 0)
 
 
+    # ---- for memory CI (recall checks proposed by distill) ---------------------------
+    def useful_recalls(self) -> list[tuple[str, str, str, int, float]]:
+        """(query, memory, session, rank, time) of every recall whose session then marked the
+        memory it returned useful: the questions memory demonstrably answers. The rank is the
+        memory's place among that recall's hits; oldest first."""
+        rows = self.db.execute("""
+            SELECT r.query, h.mem, r.session,
+                   (SELECT COUNT(*) FROM recall_hit h2 WHERE h2.rid = h.rid AND h2.rowid <= h.rowid), r.ts
+            FROM recall r JOIN recall_hit h ON h.rid = r.rid
+            WHERE EXISTS (SELECT 1 FROM useful u WHERE u.mem = h.mem AND u.session = r.session)
+            ORDER BY r.ts, r.rid, h.rowid""")
+        return [(q, m, s, int(rank), float(ts)) for q, m, s, rank, ts in rows]
+
     # ---- for the lifecycle (influence decay, memory graph) ---------------------------
     def recall_summary(self) -> dict[str, tuple[int, str | None]]:
         """Per memory: (successful recalls, time of the last one) for influence decay.

@@ -11,19 +11,19 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    from memrepo.retrieval import embed, search
+    from memrepo.retrieval import embed, semantic
     from memrepo.retrieval.vectors import VectorsBusy
     from memrepo.store.vault import Vault
     vault = Vault(Path(argv[0]))
-    store = search._vector_store(vault)
+    store = semantic.vector_store(vault)
     if store.building():
         return 0
     try:
-        search.build_vectors(vault)
+        semantic.build_vectors(vault)
     except VectorsBusy:
         return 0
     except embed.ModelUnavailable as e:   # searches answer "unavailable" instead of starting builds
-        search.note_model_failure(vault, str(e))
+        semantic.note_model_failure(vault, str(e))
         return 1
     return 0
 

@@ -8,7 +8,7 @@ closed proposal had pushed to a remote is tidied as the CLI does after ``apply``
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from memrepo.errors import MemrepoError, UsageError
 from memrepo.review import proposals
@@ -39,10 +39,13 @@ def get_proposal(vault: Vault, ref: str) -> proposals.Proposal:
 
 
 def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
-               only: Iterable[str] | None = None) -> list[Outcome]:
+               only: Iterable[str] | None = None, apply: Callable[..., str] | None = None) -> list[Outcome]:
     """Apply each proposal in turn (one merge commit each); a refusal leaves that one open.
-    ``only`` applies just those memory ids (of a multi-memory proposal), as ``apply --only``."""
-    return [_close(vault, pid, "apply", lambda p: proposals.apply(vault, p, mode=mode, reviewer=reviewer, only=only))
+    ``only`` applies just those memory ids (of a multi-memory proposal), as ``apply --only``.
+    ``apply`` applies one (default :func:`proposals.apply`; ``memrepo.api.apply_many`` passes
+    the apply that runs the recall checks first, so a regression is a refusal here too)."""
+    act = apply or proposals.apply
+    return [_close(vault, pid, "apply", lambda p: act(vault, p, mode=mode, reviewer=reviewer, only=only))
             for pid in _ids(ids)]
 
 

@@ -11,6 +11,7 @@ replaces as the proposal's base held it: what the reviewer approves is exactly t
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 from typing import Any, Iterable, Mapping
@@ -22,9 +23,13 @@ from memrepo.store.vault import Vault
 # Fields that record the write itself rather than what the memory says: shown apart.
 BOOKKEEPING = ("id", "status", "created", "updated", "proposal", "rollback_point", "supersedes", "superseded_by")
 CONTEXT_LINES = 2          # unchanged lines kept around a change; longer stretches are folded
-TOKEN_LIMIT = 20_000       # a changed block longer than this (in tokens) is shown as removed + added
+TOKEN_LIMIT = 20_000       # tokens (of the longer side) a body's changed blocks are compared word by word in, in all;
+                           # a block past that is shown removed + added
+# difflib's exact search takes about one step per pair of equal elements (per level of its
+# recursion): past this many pairs, its popular-element heuristic (autojunk) keeps it near linear.
+EXACT_PAIRS = 250_000
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|\s+|[^\w\s{_CJK}]", re.UNICODE)
+_TOKEN = re.compile(rf"\s+|[{_CJK}]\s*|[^\W{_CJK}]+\s*|[^\w\s{_CJK}]\s*", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,19 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldC
 
 
 def tokens(text: str) -> list[str]:
-    """Words, whitespace runs and punctuation marks; every CJK character is a token of its own."""
+    """Words and punctuation marks, each with the whitespace after it; every CJK character is a
+    token of its own. (A space on its own would be the commonest token of any text, and the
+    exact search's cost grows with the square of a token's count.)"""
     return _TOKEN.findall(text)
+
+
+def _matcher(a: list[str], b: list[str]) -> SequenceMatcher:
+    """difflib's matcher for two sequences: its exact search while the pairs of equal elements
+    are few enough for a page to wait for, its autojunk heuristic past that (a paragraph of
+    thousands of words, thousands of repeated lines), where the exact search takes minutes."""
+    counts = Counter(b)
+    pairs = sum(counts[x] for x in a)
+    return SequenceMatcher(None, a, b, autojunk=pairs > EXACT_PAIRS)
 
 
 def body_diff(old: str, new: str) -> list[Segment]:
@@ -118,7 +134,8 @@ def body_diff(old: str, new: str) -> list[Segment]:
     CJK characters) inside each changed block; unchanged stretches folded around changes."""
     a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
     out: list[Segment] = []
-    opcodes = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    room = TOKEN_LIMIT
+    opcodes = _matcher(a, b).get_opcodes()
     for n, (op, i1, i2, j1, j2) in enumerate(opcodes):
         if op == "equal":
             out += _unchanged(a[i1:i2], first=n == 0, last=n == len(opcodes) - 1)
@@ -127,7 +144,9 @@ def body_diff(old: str, new: str) -> list[Segment]:
         elif op == "insert":
             out.append(Segment("ins", "".join(b[j1:j2])))
         else:
-            out += _words("".join(a[i1:i2]), "".join(b[j1:j2]))
+            words, used = _words("".join(a[i1:i2]), "".join(b[j1:j2]), room)
+            out += words
+            room -= used
     return _merged(out)
 
 
@@ -146,12 +165,15 @@ def _unchanged(lines: list[str], *, first: bool, last: bool) -> list[Segment]:
     return out
 
 
-def _words(old: str, new: str) -> list[Segment]:
+def _words(old: str, new: str, room: int) -> tuple[list[Segment], int]:
+    """A changed block word by word, and how many tokens that took of the body's ``room``
+    (a block that does not fit is shown removed and added whole)."""
     a, b = tokens(old), tokens(new)
-    if len(a) > TOKEN_LIMIT or len(b) > TOKEN_LIMIT:
-        return [Segment("del", old), Segment("ins", new)]
+    size = max(len(a), len(b))
+    if size > room:
+        return [Segment("del", old), Segment("ins", new)], 0
     out: list[Segment] = []
-    for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in _matcher(a, b).get_opcodes():
         if op == "equal":
             out.append(Segment("same", "".join(a[i1:i2])))
             continue
@@ -159,20 +181,26 @@ def _words(old: str, new: str) -> list[Segment]:
             out.append(Segment("del", "".join(a[i1:i2])))
         if j2 > j1:
             out.append(Segment("ins", "".join(b[j1:j2])))
-    return _absorb_spaces(out)
+    return _merged(_spaces_kept(_merged(_grouped(out)))), size
 
 
-def _absorb_spaces(segments: list[Segment]) -> list[Segment]:
-    """A lone space between two changes joins both sides: "a b" -> "x y" reads as one
-    replacement, not as two with an unchanged space between them."""
+def _spaces_kept(segments: list[Segment]) -> list[Segment]:
+    """A replacement whose two sides end in the same whitespace keeps it unchanged: tokens
+    carry the space after them, yet "is 10 after" -> "is 20 after" reads as 10 -> 20."""
     out: list[Segment] = []
     for n, s in enumerate(segments):
-        between = 0 < n < len(segments) - 1 and segments[n - 1].op != "same" and segments[n + 1].op != "same"
-        if s.op == "same" and between and s.text.strip(" ") == "":
-            out += [Segment("del", s.text), Segment("ins", s.text)]
-        else:
-            out.append(s)
-    return _merged(_grouped(out))
+        out.append(s)
+        follows = segments[n + 1].op if n + 1 < len(segments) else "same"
+        if s.op != "ins" or follows != "same" or len(out) < 2 or out[-2].op != "del":
+            continue
+        removed, added = out[-2].text, s.text
+        space = len(added) - len(added.rstrip())
+        space = min(space, len(removed) - len(removed.rstrip()))
+        while space and removed[-space:] != added[-space:]:
+            space -= 1
+        if space and removed[:-space] and added[:-space]:
+            out[-2:] = [Segment("del", removed[:-space]), Segment("ins", added[:-space]), Segment("same", added[-space:])]
+    return out
 
 
 def _grouped(segments: list[Segment]) -> list[Segment]:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
 from memrepo.model import MERGE_MODES, Memory, check_choice, new_id, now_iso
+from memrepo.review import proposal_files
 from memrepo.store import faults, git
 from memrepo.store.checks import Overlay, Row, check_rows
 from memrepo.store.vault import Vault
@@ -70,12 +71,15 @@ def new_proposal_id(memories: list[Memory]) -> str:
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
            deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False,
-           agent: str | None = None, request_id: str | None = None, call_id: str | None = None) -> Proposal:
+           files: Mapping[str, bytes] | None = None, agent: str | None = None, request_id: str | None = None,
+           call_id: str | None = None) -> Proposal:
     """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock).
 
     ``checked``: the caller has already checked each memory on its own and its id against
-    the vault (``add`` and ``import`` do, before routing), so they are not checked twice."""
-    deletes = list(deletes)
+    the vault (``add`` and ``import`` do, before routing), so they are not checked twice.
+    ``files``: new recall-check files (``checks/*.yaml``) the proposal adds when applied."""
+    deletes, adds = list(deletes), dict(files or {})
+    proposal_files.check_new(vault, adds)
     base = vault.head()
     pid = proposal_id or new_proposal_id(memories)
     branch = BRANCH_PREFIX + pid
@@ -85,8 +89,9 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
     if not checked:
         _check_proposed(vault, memories)
     card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
+    card += "".join(f"\n{line}" for line in proposal_files.card_lines(adds))
     ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
-    first = (memories or deletes)[0]
+    first = (memories or deletes or [Memory({"summary": reason}, "")])[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
                f"{first.meta['summary']}"[:100] + "\n\n" + card + "\n\n"
                f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
@@ -95,7 +100,8 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
     from memrepo.review import requests
     message += "".join(f"{k}: {v}\n" for k, v in requests.trailers(request_id, call_id).items())
     vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
-                 parent=base, reason=f"memrepo: propose {pid}", agent=agent, also=requests.record(request_id))
+                 parent=base, reason=f"memrepo: propose {pid}", files={**adds}, agent=agent,
+                 also=requests.record(request_id))
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
@@ -424,63 +430,49 @@ def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> No
 
 
 def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
-          only: Iterable[str] | None = None) -> str:
+          only: Iterable[str] | None = None, extra_trailers: Mapping[str, str] | None = None) -> str:
     """Merge a proposal into main as one merge commit; returns the merge commit id.
 
     ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
-    others are recorded as declined in the merge commit and are not proposed again.
+    others are recorded as declined in the merge commit and are not proposed again; an empty
+    ``only`` chooses nothing and is refused (None applies them all). ``extra_trailers`` are
+    recorded in the merge commit (``Memrepo-*: value`` lines). A caller already holding the
+    vault lock (the recall-checked apply) keeps it throughout.
     """
     vault.require_main_checkout()
-    with vault.lock():
+    with vault.lock(reentrant=True):
         proposal = get(vault, ref)
         _require_open(proposal)
-        only = list(only) if only else None
+        only = list(only) if only is not None else None
+        if only == []:
+            raise UsageError(f"choose at least one memory of {proposal.id} to apply (it carries {', '.join(proposal.ids)}), "
+                             "or reject the proposal")
         unknown = sorted(set(only or ()) - set(proposal.ids))
         if unknown:
             raise UsageError(f"proposal {proposal.id} does not carry {', '.join(unknown)}; it carries {', '.join(proposal.ids)}")
-        _check_branch_valid(vault, proposal)
+        proposal_files.check_branch(vault, proposal)
         writes = planned_writes(vault, proposal, mode=mode, only=only)
         deletes = planned_deletes(vault, proposal, only=only)
+        files = proposal_files.planned(vault, proposal)
         gone = [r for p in deletes for r in vault.catalog()._rows("path=?", (p,))]
         vault.check_new(writes, deleted=gone)
         reviewer = reviewer or git.identity(vault.root)[0]
         applied = [i for i in proposal.ids if only is None or i in only]
         declined = [i for i in proposal.ids if i not in applied]
-        title = writes[0].meta["summary"] if writes else f"delete {len(deletes)} memories"
+        title = writes[0].meta["summary"] if writes else f"delete {len(deletes)} memories" if deletes else proposal.reason
         message = (f"memrepo: apply {proposal.id} ({mode}): {title}"[:100]
                    + f"\n\nApplied proposal {proposal.id} ({', '.join(applied)}).\n\n"
                    f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
                    + (f"Memrepo-Declined: {','.join(declined)}\n" if declined else "")
-                   + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n")
+                   + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n"
+                   + "".join(f"{k}: {' '.join(v.split())}\n" for k, v in (extra_trailers or {}).items()))
         faults.point("apply-checked")
         # main, the applied marker and the proposal branch move in one ref transaction: a
         # killed apply leaves the proposal open and main untouched, or everything recorded.
-        result = vault.commit(writes=writes, deletes=deletes, message=message, merge=[proposal.tip],
+        result = vault.commit(writes=writes, deletes=deletes, message=message, merge=[proposal.tip], files=files,
                               also=[git.RefChange(APPLIED_PREFIX + proposal.id, git.NEW_COMMIT, None),
                                     git.RefChange(f"refs/heads/{proposal.branch}", None, proposal.tip)])
     return result.commit
-
-
-def _check_branch_valid(vault: Vault, proposal: Proposal) -> None:
-    """A proposal branch edited by hand must still hold valid memory files."""
-    from memrepo.store.checks import check_bytes
-    problems = []
-    changes = [ch for ch in git.diff_tree(vault.root, proposal.base or None, proposal.tip, ("memories", "archive"))
-               if ch.status != "D"]
-    blobs = git.read_blobs(vault.root, [ch.sha for ch in changes if ch.mode != "120000"])
-    for ch in changes:
-        if ch.mode == "120000":
-            problems.append(_symlink_problem(ch.path))
-            continue
-        _memory, found = check_bytes(ch.path, blobs[ch.sha])
-        problems += found
-    if problems:
-        raise InvalidMemory(problems, f"proposal {proposal.id} holds invalid files; fix the branch or reject it (nothing was applied)")
-
-
-def _symlink_problem(path: str):
-    from memrepo.errors import Problem
-    return Problem(path, "(file)", "is a symlink; memories must be regular files")
 
 
 # ------------------------------------------------------------------ reject / push

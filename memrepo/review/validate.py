@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 from memrepo.config import CONFIG_PATH
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
-from memrepo.review import gate, risk
+from memrepo.review import check_audit, gate, risk
 from memrepo.review.gate import GateReport
 from memrepo.store import git
 from memrepo.store.checks import Overlay, Row, RowSet, check_bytes, check_rows, check_scope
@@ -64,7 +64,9 @@ def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None 
     problems += [p.problem() for p in policy.pending(vault)]  # the review policy is audited like memories
     if require_signed:
         problems += _unsigned(vault, {high[i]: c for i, c in report.activations.items() if i in high})
-    return GateReport(sorted(set(problems + report.problems)), [*report.overrides, *policy.acceptances(vault)],
+    problems += check_audit.tree_problems(vault, rows)
+    return GateReport(sorted(set(problems + report.problems)),
+                      [*report.overrides, *check_audit.accepted_regressions(vault), *policy.acceptances(vault)],
                       report.activations)
 
 
@@ -120,7 +122,7 @@ def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | 
 
 def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
     """Problems of the given files, checked against the rest of the vault as committed."""
-    problems, seen = [], []
+    problems, seen, checks = [], [], []
     for given in paths:
         p = Path(given)
         absolute = p if p.is_absolute() else Path.cwd() / p
@@ -129,13 +131,16 @@ def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
         except ValueError:
             problems.append(Problem(str(given), "(file)", f"is outside the vault {vault.root}"))
             continue
-        if (vault.root / rel).is_dir():
+        if check_audit.is_checks_path(rel):
+            checks.append(rel)
+        elif (vault.root / rel).is_dir():
             seen += [q for q in vault.tree_paths() if q.startswith(rel.rstrip("/") + "/") or rel == "."]
         else:
             seen.append(rel)
     rows, found = _read_all(vault, sorted(set(seen)))
     problems += found
     problems += check_rows(rows, Overlay(vault.catalog(), rows))
+    problems += check_audit.path_problems(vault, checks) if checks else []
     return sorted(set(problems))
 
 
@@ -174,6 +179,7 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
     overlay = Overlay(catalog, [r for r, _ in rows], deleted_paths)
     problems += check_rows([r for r, _ in rows], overlay, deleted=deleted)
     problems += _check_review_gate(vault, catalog, rows, merge_head)
+    problems += check_audit.staged_problems(vault, catalog, [r for r, _ in rows], deleted_paths, index_file=index_file)
     return sorted(set(problems))
 
 

@@ -151,6 +151,43 @@ def load_bytes(data: bytes, path: str) -> Parsed:
     return parse(decode(data, path), path)
 
 
+def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
+    """A whole YAML file read as strictly as front matter (no aliases, tags or duplicate keys;
+    timestamps stay text), with the line (1-based) where each mapping value and list item
+    starts, keyed by its place in the document (``("checks", 0, "expect")``): a check of the
+    data can then name the line. Raises DocumentError naming the line."""
+    yaml, loader_class = _loader()
+    lines: dict[tuple, int] = {}
+    try:
+        if "&" in text and (line_no := _anchor_line(yaml, text, loader_class)) is not None:
+            raise DocumentError(Problem(path, f"line {line_no + 1}", (
+                "YAML error: anchors and aliases (&name / *name) are not allowed; write the value itself")))
+        loader = loader_class(text)
+        try:   # one parse: the node tree gives the lines, then the (strict) constructor the data
+            node = loader.get_single_node()
+            _node_lines(node, (), lines)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = f"line {mark.line + 1}" if mark is not None else "(file)"
+        raise DocumentError(Problem(path, line, f"YAML error: {getattr(e, 'problem', None) or e}")) from None
+    return data, lines
+
+
+def _node_lines(node, where: tuple, lines: dict[tuple, int]) -> None:
+    if node is None:
+        return
+    lines[where] = node.start_mark.line + 1
+    if node.id == "mapping":
+        for key, value in node.value:
+            _node_lines(value, (*where, key.value), lines)
+    elif node.id == "sequence":
+        for i, item in enumerate(node.value):
+            _node_lines(item, (*where, i), lines)
+
+
 # ------------------------------------------------------------------ writing
 
 # Plain text: a first character in [A-Za-z0-9_\u00a0-\ufffd], the rest also space . , / @ + ( ) # % -.

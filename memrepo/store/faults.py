@@ -4,13 +4,18 @@
 (``os._exit``: no ``finally``, no flush, as ``kill -9`` would) at that step, so a test can
 check that whatever the next memrepo command finds is either nothing done or everything
 recorded. ``POINTS`` names every step; the fault test kills a real process at each one.
+
+``MEMREPO_FAULT_WAIT=<point>`` makes the process wait at that step instead, until a signal
+ends it: a test can interrupt (Ctrl-C) a command exactly there, however loaded the machine.
 """
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable
 
 ENV = "MEMREPO_FAULT"
+WAIT_ENV = "MEMREPO_FAULT_WAIT"
 EXIT_CODE = 137  # what a shell reports for a process killed by SIGKILL
 
 POINTS = {
@@ -34,7 +39,12 @@ POINTS = {
 
 
 def point(name: str, before_exit: Callable[[], None] | None = None) -> None:
-    """End the process here when ``MEMREPO_FAULT`` names this point (otherwise nothing)."""
+    """End the process here when ``MEMREPO_FAULT`` names this point, wait here for a signal
+    when ``MEMREPO_FAULT_WAIT`` does (otherwise nothing)."""
+    if os.environ.get(WAIT_ENV) == name:
+        assert name in POINTS, f"unknown fault point {name!r}"
+        while True:   # a signal's handler (Ctrl-C: KeyboardInterrupt) ends the wait
+            time.sleep(3600)
     if os.environ.get(ENV) != name:
         return
     assert name in POINTS, f"unknown fault point {name!r}"

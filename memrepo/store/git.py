@@ -9,7 +9,9 @@ whole index. The branch then moves with ``git update-ref NEW OLD`` (compare-and-
 commit can never silently replace another. Nothing here rewrites history or force-pushes.
 
 This is the only module that runs git (tests/test_architecture.py holds to it): every other
-module calls a named operation below. Operations on many items (``read_blobs``, ``commits``,
+module calls a named operation below. The values it returns and the parsing of git's output
+are :mod:`memrepo.store.git_records`; what git's own files say without a git process (has
+HEAD moved? was the index rewritten?) is :mod:`memrepo.store.git_stamps`. Operations on many items (``read_blobs``, ``commits``,
 ``diff_trees``, ``object_ids``, ``refs``, ``log_raw``) take them all at once and start one git
 process, so no command's git cost grows with the number of memories or proposals it touches.
 """
@@ -18,22 +20,38 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Mapping
 
-from memrepo.errors import GitError, GitLocked, MemrepoError, RefMoved
+from memrepo.errors import GitError, GitLocked
 from memrepo.store import faults
+from memrepo.store.git_records import (
+    LOG_FORMAT,
+    Change,
+    LogEntry,
+    RawChange,
+    RefChange,
+    TreeEntry,
+    data_block,
+    parse_batch,
+    parse_log,
+    parse_log_raw,
+    parse_raw_diff,
+    quote_path,
+    ref_error,
+)
+from memrepo.store.git_records import NEW_COMMIT as NEW_COMMIT
+from memrepo.store.git_records import ZERO as ZERO
+from memrepo.store.git_stamps import index_stamp as index_stamp
+from memrepo.store.git_stamps import ref_stamp
 
 # Variables git sets for hooks; inherited blindly they would point our commands elsewhere.
 _GIT_ENV_STRIP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_EDITOR", "GIT_REFLOG_ACTION")
 FALLBACK_NAME = "memrepo"
 FALLBACK_EMAIL = "memrepo@localhost"
-ZERO = "0" * 40
 SCRATCH_PREFIX = "refs/memrepo/tmp/"
-NEW_COMMIT = "@new-commit"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -89,6 +107,19 @@ def init(root: Path, *, branch: str = "main") -> None:
         _run(root, "config", key, value)
 
 
+def clone_shared(source: Path, target: Path) -> None:
+    """A throw-away repository at ``target`` that borrows ``source``'s objects (``git clone
+    --shared --no-checkout``): nothing is written into ``source``, and its commits, including
+    those made after the clone, can be checked out in ``target``."""
+    _run(target.parent, "clone", "--quiet", "--shared", "--no-checkout", str(source), str(target))
+
+
+def checkout_detached(root: Path, commit: str) -> None:
+    """Make ``root``'s working tree and index hold ``commit`` (detached HEAD), with no hook run:
+    for the throw-away repositories of :func:`clone_shared` only."""
+    _run(root, "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "--force", "--detach", commit)
+
+
 def rev_parse(root: Path, ref: str) -> str | None:
     out = _run(root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False).strip()
     return out or None
@@ -139,13 +170,6 @@ def identity(root: Path) -> tuple[str, str]:
     return name, email
 
 
-@dataclass(frozen=True)
-class TreeEntry:
-    mode: str
-    sha: str
-    path: str
-
-
 def ls_tree(root: Path, rev: str, paths: Iterable[str] = ()) -> list[TreeEntry]:
     """Every file (recursively) of ``rev`` under ``paths``."""
     out = _run(root, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
@@ -157,20 +181,12 @@ def ls_tree(root: Path, rev: str, paths: Iterable[str] = ()) -> list[TreeEntry]:
     return entries
 
 
-@dataclass(frozen=True)
-class Change:
-    status: str          # A, M, D, T
-    path: str
-    sha: str             # new blob (zeros for a deletion)
-    mode: str
-
-
 def diff_tree(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) -> list[Change]:
     """Files changed between two commits (``old`` None: everything in ``new``)."""
     if old is None:
         return [Change("A", e.path, e.sha, e.mode) for e in ls_tree(root, new, paths)]
     out = _run(root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, "--", *paths)
-    return _parse_raw_diff(out)
+    return parse_raw_diff(out)
 
 
 def diff_text(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) -> str:
@@ -185,18 +201,7 @@ def diff_index(root: Path, rev: str, *, cached: bool, paths: Iterable[str] = (),
     """Staged (``cached``) or working-tree changes against ``rev``."""
     args = ["diff-index", "-r", "-z", "--no-renames"] + (["--cached"] if cached else []) + [rev, "--", *paths]
     env = {"GIT_INDEX_FILE": index_file} if index_file else None
-    return _parse_raw_diff(_run(root, *args, env=env))
-
-
-def _parse_raw_diff(out: str) -> list[Change]:
-    parts = out.split("\0")
-    changes = []
-    i = 0
-    while i + 1 < len(parts) and parts[i].startswith(":"):
-        _old_mode, new_mode, _old_sha, new_sha, status = parts[i][1:].split()
-        changes.append(Change(status[0], parts[i + 1], new_sha, new_mode))
-        i += 2
-    return changes
+    return parse_raw_diff(_run(root, *args, env=env))
 
 
 class BlobReader:
@@ -234,10 +239,6 @@ def read_blob(root: Path, rev_path: str) -> bytes:
     return _run_bytes(root, "cat-file", "blob", rev_path)
 
 
-def _data(payload: bytes) -> bytes:
-    return b"data %d\n" % len(payload) + payload + b"\n"
-
-
 def new_scratch_ref() -> str:
     """A ref name no other process uses, for a commit not yet on any branch."""
     return f"{SCRATCH_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
@@ -256,16 +257,16 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
     committer = "{} <{}> {}".format(*identity(root), stamp).encode()
     who = "{} <{}> {}".format(*author, stamp).encode() if author else committer
     stream = [b"commit " + scratch.encode() + b"\n", b"mark :1\n",
-              b"author " + who + b"\n", b"committer " + committer + b"\n", _data(message.encode())]
+              b"author " + who + b"\n", b"committer " + committer + b"\n", data_block(message.encode())]
     if parent:
         stream.append(f"from {parent}\n".encode())
     stream.extend(f"merge {sha}\n".encode() for sha in merge)
     for path, payload in sorted(changes.items()):
-        quoted = _quote(path)
+        quoted = quote_path(path)
         if payload is None:
             stream.append(b"D " + quoted + b"\n")
         else:
-            stream.append(b"M 100644 inline " + quoted + b"\n" + _data(payload))
+            stream.append(b"M 100644 inline " + quoted + b"\n" + data_block(payload))
     stream.append(b"\nget-mark :1\ndone\n")
     out = _run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
     sha = out.strip().splitlines()[-1]
@@ -314,25 +315,6 @@ def signatures(root: Path, shas: Iterable[str]) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
-@dataclass(frozen=True)
-class RefChange:
-    """One ref of a transaction: ``new`` None deletes; ``old`` None means "must not exist"
-    (for a deletion: whatever it holds). ``new`` may be :data:`NEW_COMMIT`, the commit
-    the transaction is about to publish."""
-
-    ref: str
-    new: str | None
-    old: str | None
-
-    def resolved(self, sha: str) -> RefChange:
-        return RefChange(self.ref, sha if self.new == NEW_COMMIT else self.new, self.old)
-
-    def command(self) -> str:
-        if self.new is None:
-            return f"delete {self.ref}" + (f" {self.old}" if self.old else "") + "\n"
-        return f"update {self.ref} {self.new} {self.old or ZERO}\n"
-
-
 def update_refs(root: Path, changes: Iterable[RefChange], *, reason: str, scratch: str | None = None) -> None:
     """Every ref change (and the scratch ref's deletion) in ONE ``git update-ref --stdin``
     transaction: all of them happen or none. A compare-and-swap that finds a ref moved raises
@@ -349,20 +331,7 @@ def update_refs(root: Path, changes: Iterable[RefChange], *, reason: str, scratc
     except GitError as e:
         if scratch:
             _run(root, "update-ref", "-d", scratch, check=False)
-        raise _ref_error(e, changes) from None
-
-
-def _ref_error(error: GitError, changes: list[RefChange]) -> MemrepoError:
-    text = str(error)
-    if "File exists" in text or ".lock" in text:
-        lock = next((w.strip("'\".,:") for w in text.split() if ".lock" in w), "a lock file")
-        return GitLocked(f"git's lock {lock} is taken: another git process is writing now, or one was killed; "
-                         f"retry in a moment, and if no git is running, delete {lock} (nothing was written)")
-    if "cannot lock ref" in text or "but expected" in text or "already exists" in text:
-        moved = next((c.ref for c in changes if f"'{c.ref}'" in text), "a branch")
-        name = moved.removeprefix("refs/heads/")
-        return RefMoved(f"{name} moved while writing; retry (nothing was written)")
-    return error
+        raise ref_error(e, changes) from None
 
 
 def _die_inside_transaction(root: Path, commands: str) -> None:
@@ -401,12 +370,6 @@ def common_dir(root: Path) -> Path:
     return out if out.is_absolute() else root / out
 
 
-def _quote(path: str) -> bytes:
-    if any(c in path for c in '"\\\n') or path.startswith(" "):
-        return ('"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"').encode()
-    return path.encode()
-
-
 def wait_index_unlocked(root: Path, *, attempts: int = 50) -> None:
     """Wait (about 5 s) while another git process holds ``index.lock``; :class:`GitLocked`
     when it stays. A write that updates the index asks this before it commits anything, so it
@@ -439,31 +402,9 @@ def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> Non
             time.sleep(0.1)
 
 
-@dataclass(frozen=True)
-class LogEntry:
-    commit: str
-    parents: tuple[str, ...]
-    author: str
-    date: str
-    subject: str
-    body: str
-
-
-_LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%s%x1f%b%x1e"
-
-
 def log(root: Path, rev: str, *, paths: Iterable[str] = (), extra: Iterable[str] = ()) -> list[LogEntry]:
-    out = _run(root, "log", f"--format={_LOG_FORMAT}", *extra, rev, "--", *paths)
-    return list(_parse_log(out))
-
-
-def _parse_log(out: str) -> Iterator[LogEntry]:
-    for rec in out.split("\x1e"):
-        rec = rec.strip("\n")
-        if not rec:
-            continue
-        commit, parents, author, date, subject, body = rec.split("\x1f")
-        yield LogEntry(commit, tuple(parents.split()), author, date, subject, body.strip())
+    out = _run(root, "log", f"--format={LOG_FORMAT}", *extra, rev, "--", *paths)
+    return list(parse_log(out))
 
 
 def log_paths(root: Path, rev: str, paths: Iterable[str], *, line_regex: str | None = None) -> list[str]:
@@ -475,31 +416,12 @@ def log_paths(root: Path, rev: str, paths: Iterable[str], *, line_regex: str | N
     return [p for p in out.splitlines() if p]
 
 
-@dataclass(frozen=True)
-class RawChange:
-    old_sha: str         # zeros when the file was added
-    new_sha: str         # zeros when the file was deleted
-    status: str
-    path: str
-
-
 def log_raw(root: Path, rev: str, *, paths: Iterable[str], reverse: bool = False) -> list[tuple[LogEntry, list[RawChange]]]:
     """Main-line history (first parents, merges diffed against their first parent) of
     ``paths``, each commit with the blob ids before and after of every file it changed."""
     args = ["log", "--first-parent", "--diff-merges=first-parent", "--raw", "--no-renames", "--no-abbrev",
-            "--format=\x1e" + _LOG_FORMAT.replace("%x1e", "\x1d")] + (["--reverse"] if reverse else [])
-    out = _run(root, *args, rev, "--", *paths)
-    result = []
-    for record in filter(None, out.split("\x1e")):
-        head, _, raw = record.partition("\x1d")
-        entry = next(_parse_log(head + "\x1e"))
-        changes = []
-        for line in filter(None, raw.strip("\n").split("\n")):
-            meta, path = line.split("\t", 1)
-            _om, _nm, old_sha, new_sha, status = meta[1:].split()
-            changes.append(RawChange(old_sha, new_sha, status[0], path))
-        result.append((entry, changes))
-    return result
+            "--format=\x1e" + LOG_FORMAT.replace("%x1e", "\x1d")] + (["--reverse"] if reverse else [])
+    return parse_log_raw(_run(root, *args, rev, "--", *paths))
 
 
 def status_porcelain(root: Path, paths: Iterable[str] = (), *, chunk: int = 2000, renames: bool = True) -> list[str]:
@@ -615,9 +537,9 @@ def commits(root: Path, shas: Iterable[str]) -> dict[str, LogEntry]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = _run(root, "log", "--no-walk=unsorted", "--stdin", f"--format={_LOG_FORMAT}",
+    out = _run(root, "log", "--no-walk=unsorted", "--stdin", f"--format={LOG_FORMAT}",
               input=("\n".join(wanted) + "\n").encode())
-    return {e.commit: e for e in _parse_log(out)}
+    return {e.commit: e for e in parse_log(out)}
 
 
 def diff_trees(root: Path, pairs: Iterable[tuple[str | None, str]],
@@ -691,17 +613,7 @@ def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = _run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
-    found, pos = {}, 0
-    for sha in wanted:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        if len(header) < 3 or header[1] == b"missing":
-            raise GitError(f"object {sha} is missing from the repository")
-        size = int(header[2])
-        found[sha] = out[end + 1:end + 1 + size]
-        pos = end + 1 + size + 1
-    return found
+    return parse_batch(_run_bytes_input(root, ["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode()), wanted)
 
 
 def _run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
@@ -709,52 +621,6 @@ def _run_bytes_input(root: Path, args: list[str], payload: bytes) -> bytes:
     if proc.returncode != 0:
         raise GitError(f"git {' '.join(args[:2])} failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
     return proc.stdout
-
-
-# ---- cheap change detection (no git process when nothing moved) ---------------------------
-
-def _file_stat(path: Path | str) -> tuple[int, int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _small_file(path: Path | str) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(256)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
-
-
-def ref_stamp(root: Path, ref: str = "HEAD") -> tuple | None:
-    """A fingerprint of the files git keeps ``ref`` in, read without running git: HEAD's text
-    (for HEAD), the loose ref's text and the stat of ``packed-refs``. Git rewrites each of them
-    (lock file + rename) whenever the ref moves, so an equal stamp means the ref has not moved.
-    None when this cannot be told cheaply (a linked worktree, the reftable format, a symbolic
-    ref of a symbolic ref): then ask git. (Plain string paths: this runs twice per search.)"""
-    gitdir = os.path.join(root, ".git", "")
-    if not os.path.isdir(gitdir) or os.path.exists(gitdir + "reftable"):
-        return None
-    parts: list = [_file_stat(gitdir + "packed-refs")]
-    name = ref
-    if ref == "HEAD":
-        head = _small_file(gitdir + "HEAD")
-        if head is None:
-            return None
-        parts.append(head)
-        if not head.startswith(b"ref: "):
-            return tuple(parts)  # detached: HEAD holds the commit itself
-        name = head[5:].strip().decode("utf-8", "replace")
-    if not name.startswith("refs/") or ".." in name:
-        return None
-    loose = _small_file(gitdir + name)
-    if loose is not None and loose.startswith(b"ref:"):
-        return None
-    parts.append(loose)
-    return tuple(parts)
 
 
 _RESOLVED: dict[tuple[Path, str], tuple[tuple, str | None]] = {}
@@ -776,12 +642,6 @@ def resolve(root: Path, ref: str = "HEAD") -> str | None:
             _RESOLVED.clear()
         _RESOLVED[key] = (stamp, sha)
     return sha
-
-
-def index_stamp(root: Path) -> tuple[int, int, int, int] | None:
-    """The stat of git's index file (rewritten by add, commit, checkout, reset, merge...)."""
-    gitdir = os.path.join(root, ".git")
-    return _file_stat(os.path.join(gitdir, "index")) if os.path.isdir(gitdir) else None
 
 
 def worktree_changes(root: Path, paths: Iterable[str]) -> list[str]:

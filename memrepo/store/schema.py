@@ -94,6 +94,45 @@ def check_front_matter(meta: dict[str, Any], path: str) -> list[Problem]:
     return sorted(set(problems))
 
 
+@lru_cache(maxsize=4)
+def _file_validator(name: str):
+    """A validator for another schema file of ``schema/`` (e.g. ``checks.schema.json``)."""
+    import jsonschema
+
+    from memrepo.resources import resource
+    data = json.loads((resource("schema") / name).read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(data)
+
+
+def check_against(name: str, doc: Any) -> list[tuple[tuple, str]]:
+    """Every violation of ``doc`` against the schema file ``name`` as (where in the document,
+    message), in document order; for ``anyOf``/``oneOf`` the alternative that came closest."""
+    found = {_explain(error) for error in _file_validator(name).iter_errors(doc)}
+    return sorted(found, key=lambda f: (tuple(map(str, f[0])), f[1]))
+
+
+def _explain(error) -> tuple[tuple, str]:
+    where = tuple(error.absolute_path)
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        if all(e.validator == "required" for e in error.context):
+            return where, "needs " + " or ".join(repr(e.message.split("'")[1]) for e in error.context)
+        branches: dict[Any, list] = {}
+        for e in error.context:
+            branches.setdefault(e.relative_schema_path[0], []).append(e)
+        shaped = [errs for errs in branches.values() if not any(e.validator == "type" and not e.path for e in errs)]
+        if len(shaped) == 1:  # the one alternative of the right shape: its complaint is the useful one
+            return _explain(max(shaped[0], key=lambda e: len(e.absolute_path)))
+        wanted = [e.validator_value for errs in branches.values() for e in errs if e.validator == "type"]
+        names = [_TYPE_NAMES.get(t, str(t)) if isinstance(t, str) else "/".join(t) for t in wanted]
+        return where, f"must be {' or '.join(dict.fromkeys(names))}, not {error.instance!r}"
+    if error.validator == "required":
+        return where, f"{error.message.split(chr(39))[1]!r} is required"
+    if error.validator == "additionalProperties":
+        extra = sorted(k for k in error.instance if k not in error.schema.get("properties", {}))
+        return where, f"unknown key {', '.join(map(repr, extra))}; known keys: {', '.join(error.schema.get('properties', {}))}"
+    return where, _message(error)
+
+
 # ------------------------------------------------------------------ fast acceptance
 #
 # A small interpreter for the JSON Schema keywords this schema file uses. It only ever says

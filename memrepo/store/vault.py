@@ -71,6 +71,9 @@ class Vault:
         self._checked_head: str | None = None
         self._config: config_mod.Config | None = None
         self._trusted: str | None = None   # the last commit checked clean in this process
+        # At most this many seconds of waiting for the lock (a caller that must answer a person
+        # at once, as the web window does); None: the configured timeout alone.
+        self.lock_wait: float | None = None
 
     # ---------------------------------------------------------- opening
 
@@ -180,6 +183,8 @@ class Vault:
             yield
             return
         timeout = float(os.environ.get("MEMREPO_LOCK_TIMEOUT") or self.config.get("vault", "lock_timeout", 30))
+        if self.lock_wait is not None:
+            timeout = min(timeout, self.lock_wait)
         with locked(git.git_path(self.root, "memrepo.store.lock"), timeout=timeout, what=f"vault {self.root}"):
             self.recover()
             # Under the lock only memrepo moves main (and its own commits update the catalog),

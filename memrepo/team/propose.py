@@ -31,7 +31,6 @@ from memrepo.team import scopes
 
 KNOWLEDGE_KINDS = ("knowledge", "pattern", "principle")
 POLICIES = ("latest", "authority", "review")
-OUTCOMES = ("reinforced", "written", "superseded", "proposed")
 
 
 @dataclass(frozen=True)

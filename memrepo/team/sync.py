@@ -20,7 +20,7 @@ from typing import Any
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, is_memory_path, new_id, now_iso
-from memrepo.store import git, incoming
+from memrepo.store import git, incoming, recall_checks
 from memrepo.store.checks import Overlay, Row, check_bytes, check_rows
 from memrepo.store.vault import Vault, render_bytes
 from memrepo.team import merge, propose
@@ -246,6 +246,10 @@ class _Merge:
                 mine = self._bytes(oc.sha).decode("utf-8").splitlines()
                 other = self._bytes(tc.sha).decode("utf-8").splitlines()
                 self.files[tc.path] = ("\n".join(dict.fromkeys([*mine, *other])) + "\n").encode("utf-8")
+            elif recall_checks.is_check_file(tc.path) and "D" not in (oc.status, tc.status) and \
+                    (both := recall_checks.merge_texts(tc.path, self._bytes(oc.sha).decode("utf-8", "replace"),
+                                                       self._bytes(tc.sha).decode("utf-8", "replace"))) is not None:
+                self.files[tc.path] = both.encode("utf-8")   # recall checks: the union of both sides' checks
             else:
                 self.notes.append(f"{tc.path} changed on both sides; kept this clone's version (edit it by hand if needed)")
 

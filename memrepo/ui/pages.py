@@ -24,10 +24,14 @@ from memrepo.ui import i18n, render
 from memrepo.ui.security import Guard
 
 PAGE_SIZE = 50
+INBOX_PAGE = 100           # open proposals a page of the inbox lists (the counts cover them all)
+# Seconds an action waits for the vault's lock: the server answers one request at a time, so an
+# action waiting the whole lock timeout behind a long CLI command would freeze every page.
+ACTION_LOCK_WAIT = 2.0
 SEARCH_LIMIT = 50
 # The proposal page's sections, in order: one template each (templates/section_<name>.html)
 # taking the page's values. A new section (a check delta, say) is one template and one name here.
-PROPOSAL_SECTIONS = ("outcome", "card", "diff", "actions")
+PROPOSAL_SECTIONS = ("outcome", "card", "checks", "diff", "actions")
 _STATUS_OF = {NotFound: 404, Conflict: 409, UsageError: 400}
 
 
@@ -43,8 +47,12 @@ class Window:
     # ---------------------------------------------------------------- plumbing
 
     @contextmanager
-    def vault(self):
+    def vault(self, *, locking: bool = False):
+        """The vault for one request; ``locking``: the request takes the vault's lock (an action,
+        a dry run), and waits for it at most :data:`ACTION_LOCK_WAIT` seconds."""
         with api.Vault.find(explicit=self.root) as vault:
+            if locking:
+                vault.lock_wait = ACTION_LOCK_WAIT
             yield vault
 
     def language(self, request) -> str:
@@ -75,6 +83,10 @@ class Window:
             kind = "error.not_found" if status == 404 else "error.conflict" if status == 409 else "error.usage"
             return self.html(request, "message.html", status=status, kind=kind, message=str(e),
                              problems=[str(p) for p in getattr(e, "problems", ())])
+        refused = getattr(e, "status_code", None)
+        if isinstance(refused, int) and 400 <= refused < 500:   # Starlette's answer to a malformed request
+            return self.html(request, "message.html", status=refused, kind="error.usage",
+                             message=str(getattr(e, "detail", e)), problems=[])
         traceback.print_exc(file=sys.stderr)   # for the person running the server; the page says what failed
         return self.html(request, "message.html", status=500, kind="error.title",
                          message=f"{type(e).__name__}: {e}", problems=[])
@@ -106,14 +118,18 @@ class Window:
         with self.vault() as vault:
             box = api.inbox(vault)
         done = self.results.get(request.query_params.get("done", ""))
-        return self.html(request, "inbox.html", box=box, done=done, modes=MERGE_MODES)
+        start, total = _int(request.query_params.get("offset")), len(box.items)
+        page = {"items": box.items[start:start + INBOX_PAGE], "start": start, "total": total,
+                "newer": max(start - INBOX_PAGE, 0) if start else None,
+                "older": start + INBOX_PAGE if start + INBOX_PAGE < total else None}
+        return self.html(request, "inbox.html", box=box, page=page, done=done, modes=MERGE_MODES)
 
     async def bulk(self, request):
         form, refused = await self.posted(request)
         if refused:
             return refused
         ids = form.getlist("id")
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             if form.get("action") == "reject":
                 outcomes = api.reject_many(vault, ids, why=str(form.get("reason", "")))
             else:
@@ -128,18 +144,20 @@ class Window:
             view = api.review_view(vault, pid)
         done = self.results.get(request.query_params.get("done", ""))
         sections = [s for s in PROPOSAL_SECTIONS if s != "actions" or (view.proposal.status == "open" and not self.guard.read_only)]
-        return self.html(request, "proposal.html", view=view, done=done, sections=sections, modes=MERGE_MODES)
+        return self.html(request, "proposal.html", view=view, done=done, sections=sections, modes=MERGE_MODES,
+                         choose=_offers_choice(view.proposal.ids))
 
     async def apply(self, request):
         form, refused = await self.posted(request)
         if refused:
             return refused
         pid = request.path_params["pid"]
-        only = form.getlist("only")
-        with self.vault() as vault:
+        only = [str(i) for i in form.getlist("only")]
+        with self.vault(locking=True) as vault:
             carried = api.get_proposal(vault, pid).ids
-            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"),
-                                      only=only if only and set(only) != set(carried) else None)
+            # the page offered a box per memory: none ticked chooses none (the library refuses it)
+            chosen = only if _offers_choice(carried) and set(only) != set(carried) else None
+            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"), only=chosen)
         return self.redirect(f"/proposal/{pid}?done={self.remember({'outcomes': outcomes})}")
 
     async def reject(self, request):
@@ -147,7 +165,7 @@ class Window:
         if refused:
             return refused
         pid = request.path_params["pid"]
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             outcomes = api.reject_many(vault, [pid], why=str(form.get("reason", "")))
         return self.redirect(f"/proposal/{pid}?done={self.remember({'outcomes': outcomes})}")
 
@@ -208,7 +226,7 @@ class Window:
             return refused
         mid = request.path_params["mid"]
         reason = str(form.get("reason", ""))
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             try:
                 outcome = {"rolled_back": api.rollback_with_reason(vault, mid, reason=reason)}
             except MemrepoError as e:
@@ -237,9 +255,14 @@ class Window:
 
     def distill(self, request):
         explain = request.query_params.get("explain") == "1"
-        with self.vault() as vault:
+        with self.vault(locking=True) as vault:
             run = api.distill(vault, dry_run=True, explain=True).as_dict() if explain else api.last_distill(vault)
         return self.html(request, "distill.html", run=run, explained=explain)
+
+
+def _offers_choice(ids) -> bool:
+    """Whether a proposal's page offers a box per memory ("only these"): it carries several."""
+    return len(ids) > 1
 
 
 def _int(text: str | None, default: int = 0) -> int:

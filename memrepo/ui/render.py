@@ -39,13 +39,27 @@ def _markdown():
         tokens[idx].attrSet("rel", "noopener noreferrer")
         return self.renderToken(tokens, idx, options, env)
     md.add_render_rule("link_open", link_open)
+    md.inline.ruler.before("link", "wikilink", _wikilink)
     return md
+
+
+def _wikilink(state, silent: bool) -> bool:
+    """``[[id]]`` or ``[[id|label]]`` in running text as a link to that memory's page: an
+    inline rule, so code spans and code blocks (``lst[[1]]``) stay as written."""
+    found = _WIKILINK.match(state.src, state.pos, state.posMax) if state.src.startswith("[[", state.pos) else None
+    if found is None:
+        return False
+    if not silent:
+        state.push("link_open", "a", 1).attrs = {"href": f"/memory/{found.group(1)}"}
+        state.push("text", "", 0).content = found.group(2) or found.group(1)
+        state.push("link_close", "a", -1)
+    state.pos = found.end()
+    return True
 
 
 def markdown(body: str) -> Markup:
     """A memory body as HTML: raw HTML escaped, no images, wikilinks to memory pages."""
-    text = _WIKILINK.sub(lambda m: f"[{m.group(2) or m.group(1)}](/memory/{m.group(1)})", body or "")
-    return Markup(_markdown().render(text))
+    return Markup(_markdown().render(body or ""))
 
 
 def highlighted(snippet: str) -> Markup:

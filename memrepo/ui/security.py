@@ -5,7 +5,7 @@ page the person has open, nor by another user of the machine:
 
 * the server binds the loopback address unless ``--host`` says otherwise;
 * a random token travels in the first URL only; the first request with it gets an HttpOnly,
-  SameSite=Strict cookie (as Jupyter does) and is redirected to the same page without it;
+  SameSite=Strict cookie (as Jupyter does) and a page that goes on to the same URL without it;
   every other request without that cookie gets 403;
 * the ``Host`` header must name the bound address (a DNS-rebinding page names its own);
 * every state-changing request is a POST carrying the CSRF token in a hidden field (checked by
@@ -15,10 +15,10 @@ page the person has open, nor by another user of the machine:
 """
 from __future__ import annotations
 
+import html
 import secrets
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote_from_bytes, unquote_plus, urlencode
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEADERS = [
@@ -57,18 +57,20 @@ class Guard:
         return header is not None and header.lower() in self.allowed_hosts()
 
     def cookie_ok(self, header: str | None) -> bool:
-        if not header:
-            return False
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(header)
-        except Exception:   # a malformed Cookie header is no cookie
-            return False
-        morsel = jar.get(self.cookie_name)
-        return morsel is not None and secrets.compare_digest(morsel.value, self.token)
+        """Whether one of the request's cookies of this server's name holds the token.
+
+        Read as browsers send cookies, pair by pair: cookies ignore ports, so the header also
+        carries whatever other local web apps set on this host name (JSON values, spaces), and
+        one that a strict parser refuses must not hide ours; a same-named cookie planted by a
+        page on another port (sent first when its path is longer) must not shadow it."""
+        for pair in (header or "").split(";"):
+            name, sep, value = pair.strip().partition("=")
+            if sep and name == self.cookie_name and _same(value.strip(), self.token):
+                return True
+        return False
 
     def token_ok(self, given: str | None) -> bool:
-        return given is not None and secrets.compare_digest(given, self.token)
+        return given is not None and _same(given, self.token)
 
     def set_cookie(self) -> bytes:
         return f"{self.cookie_name}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode()
@@ -78,7 +80,7 @@ class Guard:
         if self.read_only:
             return "read_only"
         given = form.get("csrf")
-        if not isinstance(given, str) or not secrets.compare_digest(given, self.csrf):
+        if not isinstance(given, str) or not _same(given, self.csrf):
             return "csrf"
         return None
 
@@ -99,9 +101,8 @@ class GuardMiddleware:
         if "token" in query:
             if not self.guard.token_ok(query["token"]):
                 return await self._refuse(scope, receive, send, "token")
-            rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            location = scope.get("path", "/") + (f"?{rest}" if rest else "")
-            return await _send(send, 303, [(b"location", location.encode()), (b"set-cookie", self.guard.set_cookie())], b"")
+            return await _send(send, 200, [(b"content-type", b"text/html; charset=utf-8"), (b"set-cookie", self.guard.set_cookie())],
+                               _onward(_without_token(scope)))
         if not self.guard.cookie_ok(headers.get("cookie")):
             return await self._refuse(scope, receive, send, "cookie")
 
@@ -114,6 +115,34 @@ class GuardMiddleware:
     async def _refuse(self, scope, receive, send, why: str):
         status, body = self.forbidden(scope, why)
         return await _send(send, status, [(b"content-type", b"text/html; charset=utf-8")], body)
+
+
+def _without_token(scope) -> bytes:
+    """The URL of this request, relative to this server, without its ``token`` parameter: the
+    path and the other parameters exactly as the browser sent them (escapes, repeated keys),
+    and never ``//host`` (nor ``/\\host``: a backslash is escaped), which a browser reads as another server."""
+    raw = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+    path = b"/" + quote_from_bytes(raw, safe="/%:@!$&'()*+,;=-._~").encode().lstrip(b"/")
+    kept = [pair for pair in scope.get("query_string", b"").split(b"&")
+            if pair and unquote_plus(pair.split(b"=", 1)[0].decode("latin-1")) != "token"]
+    return path + (b"?" + b"&".join(kept) if kept else b"")
+
+
+def _onward(url: bytes) -> bytes:
+    """The answer to the token link: a page that goes on to ``url`` by itself.
+
+    Not a redirect: a redirect belongs to the navigation the link started, and when the link
+    was followed from another site (a chat, a web IDE, the file the browser is opened on) that
+    navigation is cross-site, so the SameSite=Strict cookie just set is not sent with it, nor on
+    a reload. This page's own navigation is same-site."""
+    link = html.escape(url.decode("ascii"))
+    return (f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={link}">'
+            f'<title>memrepo ui</title><p><a href="{link}">memrepo ui</a></p>\n').encode()
+
+
+def _same(given: str, secret: str) -> bool:
+    """A constant-time comparison that any text may reach (compare_digest refuses non-ASCII str)."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogateescape"), secret.encode())
 
 
 async def _send(send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

@@ -9,8 +9,12 @@ window never races itself, and the vault's SQLite catalog stays on the thread th
 """
 from __future__ import annotations
 
+import html
 import inspect
+import os
+import shutil
 import socket
+import tempfile
 import webbrowser
 from pathlib import Path
 from typing import Callable
@@ -56,7 +60,7 @@ def make_app(root: Path, guard: Guard, *, lang: str | None = None):
     def forbidden(scope, why: str) -> tuple[int, bytes]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         language = i18n.choose(headers.get("accept-language"), lang)
-        message = "Host header not allowed" if why == "host" else i18n.text(language, "error.forbidden")
+        message = i18n.text(language, "error.host" if why == "host" else "error.forbidden")
         return 403, render.page("forbidden.html", lang=language, message=message).encode("utf-8")
 
     return GuardMiddleware(app, guard, forbidden)
@@ -83,7 +87,27 @@ def serve(root: Path, *, host: str = "127.0.0.1", port: int = 0, read_only: bool
     url = guard.url()
     if ready:
         ready(url)
-    if open_browser:
-        webbrowser.open(url)
+    folder = open_in_browser(url) if open_browser else None
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def open_in_browser(url: str) -> Path:
+    """Open the token link in the person's browser through a page only they can read; returns
+    the private folder holding it (removed when the server stops).
+
+    A browser started with the link itself keeps the token in its command line, which every
+    user of the machine can read (``ps``); so it is given a file (mode 0600, in a 0700 folder)
+    that sends it on to the link, as Jupyter does."""
+    folder = Path(tempfile.mkdtemp(prefix="memrepo-ui-"))
+    page = folder / "open.html"
+    link = html.escape(url)
+    with os.fdopen(os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
+        out.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={link}">'
+                  f'<title>memrepo ui</title><p><a href="{link}">Open memrepo ui</a></p>\n')
+    webbrowser.open(page.as_uri())
+    return folder
