@@ -24,8 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from memrepo.errors import GitError, GitLocked
+from memrepo.errors import GitError
 from memrepo.store import faults
+from memrepo.store.git_locks import SCRATCH_PREFIX as SCRATCH_PREFIX
+from memrepo.store.git_locks import new_scratch_ref as new_scratch_ref
 from memrepo.store.git_records import (
     LOG_FORMAT,
     Change,
@@ -33,6 +35,7 @@ from memrepo.store.git_records import (
     RawChange,
     RefChange,
     TreeEntry,
+    commit_parts,
     data_block,
     parse_batch,
     parse_log,
@@ -51,7 +54,6 @@ _GIT_ENV_STRIP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_EDITOR", "GIT_REFLOG_ACTION")
 FALLBACK_NAME = "memrepo"
 FALLBACK_EMAIL = "memrepo@localhost"
-SCRATCH_PREFIX = "refs/memrepo/tmp/"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -239,11 +241,6 @@ def read_blob(root: Path, rev_path: str) -> bytes:
     return _run_bytes(root, "cat-file", "blob", rev_path)
 
 
-def new_scratch_ref() -> str:
-    """A ref name no other process uses, for a commit not yet on any branch."""
-    return f"{SCRATCH_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
-
-
 def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None], message: str,
                  scratch: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None) -> str:
     """Write one commit with ``changes`` (path -> new bytes, None deletes) on top of ``parent``.
@@ -277,41 +274,21 @@ _SIGNS: dict[Path, bool] = {}  # filled by identity(), which asks git once per p
 
 
 def signs_commits(root: Path) -> bool:
-    """True when git is told to sign every commit here (``commit.gpgSign``): memrepo's own
-    commits are signed then too, so ``validate --require-signed`` can pass."""
+    """True when git signs every commit here (``commit.gpgSign``): memrepo's own are signed too."""
     identity(root)
     return _SIGNS.get(root, False)
 
 
 def _signed_copy(root: Path, sha: str) -> str:
-    """The same commit (tree, parents, author, committer, message) signed with the user's key
-    (``git commit-tree -S``: fast-import cannot sign)."""
-    raw = _run_bytes(root, "cat-file", "commit", sha)
-    head, _, message = raw.partition(b"\n\n")
-    tree, parents, people = "", [], {}
-    for line in head.decode("utf-8", "surrogateescape").splitlines():
-        key, _, value = line.partition(" ")
-        if key == "tree":
-            tree = value
-        elif key == "parent":
-            parents.append(value)
-        elif key in ("author", "committer"):
-            name, _, rest = value.partition(" <")
-            email, _, date = rest.partition("> ")
-            people[key] = (name, email, date)
-    env = {f"GIT_{who.upper()}_{part}": value for who, (name, email, date) in people.items()
-           for part, value in (("NAME", name), ("EMAIL", email), ("DATE", date))}
-    args = ["commit-tree", "-S", tree, *[a for p in parents for a in ("-p", p)]]
-    return _run(root, *args, input=message, env=env).strip()
+    """The same commit signed with the user's key (``commit-tree -S``: fast-import cannot sign)."""
+    tree, parents, env, message = commit_parts(_run_bytes(root, "cat-file", "commit", sha))
+    return _run(root, "commit-tree", "-S", tree, *[a for p in parents for a in ("-p", p)], input=message, env=env).strip()
 
 
 def signatures(root: Path, shas: Iterable[str]) -> dict[str, str]:
-    """commit -> git's signature check letter (``G`` good; ``N`` none; ``B`` bad; ``U`` good
-    with an unknown key; ``E`` cannot be checked; ...), for many commits in one call."""
+    """commit -> git's signature check letter (``G`` good, ``N`` none, ``B`` bad, ...), in one call."""
     wanted = list(dict.fromkeys(shas))
-    if not wanted:
-        return {}
-    out = _run(root, "log", "--no-walk=unsorted", "--format=%H %G?", *wanted)
+    out = _run(root, "log", "--no-walk=unsorted", "--format=%H %G?", *wanted) if wanted else ""
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
@@ -349,18 +326,6 @@ def _die_inside_transaction(root: Path, commands: str) -> None:
     faults.point("commit-in-ref-transaction")
 
 
-def lock_files(root: Path, refs: Iterable[str], *, deleting: bool, index: bool = False) -> list[str]:
-    """The lock files git takes to change ``refs`` (and the index): recorded before a write so
-    that the next writer can tell its own killed writer's locks from anyone else's."""
-    common = common_dir(root)
-    found = [str(common / f"{ref}.lock") for ref in refs]
-    if deleting:
-        found.append(str(common / "packed-refs.lock"))
-    if index:  # the ref HEAD points at: git locks HEAD too (its reflog), and the index
-        found += [str(git_path(root, "HEAD.lock")), str(git_path(root, "index.lock"))]
-    return found
-
-
 @lru_cache(maxsize=64)
 def common_dir(root: Path) -> Path:
     """Where refs live (the main repository's git directory, also from a linked worktree)."""
@@ -368,19 +333,6 @@ def common_dir(root: Path) -> Path:
         return root / ".git"
     out = Path(_run(root, "rev-parse", "--git-common-dir").strip())
     return out if out.is_absolute() else root / out
-
-
-def wait_index_unlocked(root: Path, *, attempts: int = 50) -> None:
-    """Wait (about 5 s) while another git process holds ``index.lock``; :class:`GitLocked`
-    when it stays. A write that updates the index asks this before it commits anything, so it
-    does not commit and then find that it cannot bring the index along."""
-    lock = git_path(root, "index.lock")
-    for _ in range(attempts):
-        if not lock.exists():
-            return
-        time.sleep(0.1)
-    raise GitLocked(f"git's index is locked ({lock}): another git process is running, or one was killed; "
-                    "retry when it has finished, or remove the file if no git process is running (nothing was written)")
 
 
 def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:
@@ -597,14 +549,11 @@ def set_config(root: Path, key: str, value: str) -> None:
     _run(root, "config", key, value)
 
 
-def config_values(root: Path, key: str) -> list[str]:
-    """Every value of a multi-valued git config key (``remote.origin.fetch``)."""
-    return _run(root, "config", "--get-all", key, check=False).splitlines()
-
-
-def add_config(root: Path, key: str, value: str) -> None:
-    """Add one more value to a multi-valued git config key (in the repository's own config)."""
-    _run(root, "config", "--add", key, value)
+def add_config(root: Path, key: str, values: Iterable[str]) -> None:
+    """Add to a multi-valued git config key (``remote.origin.fetch``) the values it lacks."""
+    have = _run(root, "config", "--get-all", key, check=False).splitlines()
+    for value in [v for v in values if v not in have]:
+        _run(root, "config", "--add", key, value)
 
 
 def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:

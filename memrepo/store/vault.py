@@ -19,7 +19,7 @@ from memrepo import config as config_mod
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
-from memrepo.store import faults, git, incoming, policy
+from memrepo.store import faults, git, git_locks, incoming, policy
 from memrepo.store.files import atomic_write, copy_tree  # (callers import atomic_write from here too)
 from memrepo.store.lock import locked
 
@@ -401,14 +401,14 @@ class Vault:
             self._refuse_links(list(changes))
             adopted = set(adopt)
             self._refuse_dirty([p for p in changes if p not in adopted])
-            git.wait_index_unlocked(self.root)
+            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         also = list(also)
         moved = [ref] + [c.ref for c in also]
         scratch = git.new_scratch_ref()
         self._write_journal({
             "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": scratch,
             "paths": list(changes) if checked_out else [],
-            "locks": git.lock_files(self.root, moved + [scratch], deleting=True, index=checked_out)})
+            "locks": self._lock_files(moved + [scratch], deleting=True, index=checked_out)})
         faults.point("commit-before-objects")
         author = (agent, git.identity(self.root)[1]) if agent else None
         sha = git.write_commit(self.root, parent=parent or old, changes=changes, message=message,
@@ -452,13 +452,13 @@ class Vault:
         if checked_out:
             self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
-            git.wait_index_unlocked(self.root)
+            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
         self._write_journal({
             "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": None,
             "paths": list(changes) if checked_out else [],
-            "locks": git.lock_files(self.root, [ref], deleting=False, index=checked_out)})
+            "locks": self._lock_files([ref], deleting=False, index=checked_out)})
         try:
             git.update_refs(self.root, [git.RefChange(ref, new, old)], reason="memrepo: sync fast-forward")
         except BaseException:
@@ -492,6 +492,10 @@ class Vault:
                 f"committed {sha[:12]}, but the checkout could not follow yet ({e}); the next memrepo command "
                 "(or 'memrepo recover') brings it along once git's index.lock is released"), stacklevel=3)
             return False
+
+    def _lock_files(self, refs: List[str], *, deleting: bool, index: bool) -> List[str]:
+        both = (git.git_path(self.root, "HEAD.lock"), git.git_path(self.root, "index.lock")) if index else None
+        return git_locks.lock_files(git.common_dir(self.root), refs, deleting=deleting, head_and_index=both)
 
     def _write_journal(self, journal: dict) -> None:
         path = self._journal_path()

@@ -70,10 +70,8 @@ def install_driver(vault: Vault, python: str | None = None) -> list[str]:
         attributes.write_text(text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n", encoding="utf-8")
     done = ["merge driver: memories/** and archive/** merge by meaning (merge.memrepo)"]
     for remote in git.remotes(vault.root):
-        fetched = git.config_values(vault.root, f"remote.{remote}.fetch")
-        wanted = [f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS]
-        for spec in [w for w in wanted if w not in fetched]:
-            git.add_config(vault.root, f"remote.{remote}.fetch", spec)
+        git.add_config(vault.root, f"remote.{remote}.fetch",
+                       [f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS])
         done.append(f"{remote}: git fetch and git pull also bring memrepo's review records (refs/memrepo/)")
     return done
 
