@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping
 from memrepo.config import Config
 from memrepo.errors import Problem
 from memrepo.review import risk
+from memrepo.review.records import APPLIED_PREFIX, ARBITRATED_PREFIX, IMPORTED_PREFIX, PROPOSED_PREFIX, record_patterns, trailers
 from memrepo.store import git
 from memrepo.store.checks import RowSet, check_bytes
 from memrepo.store.vault import Vault
@@ -46,10 +47,7 @@ _PATHSPEC_LIMIT = 400  # more candidates than this: ask git for all memory files
 _MERGE_DEPTH = 8       # merges within merges followed at most this deep
 
 # Refs memrepo writes for its own commits (sync carries them between clones).
-APPLIED = "refs/memrepo/applied/"
-PROPOSED = "refs/memrepo/proposed/"      # the activation commit 'proposals push' made
-IMPORTED = "refs/memrepo/imported/"
-ARBITRATED = "refs/memrepo/arbitrated/"
+APPLIED, PROPOSED, IMPORTED, ARBITRATED = APPLIED_PREFIX, PROPOSED_PREFIX, IMPORTED_PREFIX, ARBITRATED_PREFIX
 
 
 def high_risk_reason(meta: Mapping[str, Any], config: Config) -> str | None:
@@ -87,13 +85,6 @@ class GateReport:
     problems: list[Problem]
     overrides: list[Override]
     activations: dict[str, str] = field(default_factory=dict)   # memory id -> the commit that activated it
-
-
-def record_patterns(*prefixes: str) -> list[str]:
-    """for-each-ref patterns of memrepo's records here and as fetched from each remote (a plain
-    ``git fetch`` brings them there once ``hooks install`` added the refspecs)."""
-    return [p for prefix in prefixes
-            for p in (prefix, f"refs/memrepo/remote/*/{prefix.removeprefix('refs/memrepo/')}*")]
 
 
 @dataclass(frozen=True)
@@ -311,7 +302,6 @@ def _meta_of(states: _StateCache, changes) -> dict[str, Any]:
 
 
 def git_trailers(message: str) -> dict[str, str]:
-    from memrepo.review.proposals import trailers
     return trailers(message)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrepo.review.proposals import BRANCH_PREFIX, PROPOSED_PREFIX, trailers
+from memrepo.review.records import BRANCH_PREFIX, PROPOSED_PREFIX, record_patterns, trailers
 from memrepo.store import git
 from memrepo.store.vault import Vault
 
@@ -20,7 +20,6 @@ def merged_on_main(vault: Vault) -> dict[str, list[str]]:
     tip has it (one more call, only when such a branch's memories are all on main)."""
     prefix = "refs/heads/" + BRANCH_PREFIX
     main = vault.main_ref
-    from memrepo.review.gate import record_patterns
     recorded = set(git.refs(vault.root, *record_patterns(PROPOSED_PREFIX)).values())  # memrepo's, not look-alikes
     activating = {ref: (tip, trailers(message)) for ref, (tip, message) in git.ref_messages(vault.root, prefix).items()
                   if tip in recorded}

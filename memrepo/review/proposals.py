@@ -23,15 +23,11 @@ from typing import Any, Iterable, Mapping
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
 from memrepo.model import MERGE_MODES, Memory, check_choice, new_id, now_iso
 from memrepo.review import proposal_files
+from memrepo.review.records import APPLIED_PREFIX, BRANCH_PREFIX, PROPOSED_PREFIX, REJECTED_PREFIX, trailers  # noqa: F401
 from memrepo.store import faults, git
 from memrepo.store.checks import Overlay, Row, check_rows
 from memrepo.store.vault import Vault
 
-BRANCH_PREFIX = "proposal/"
-APPLIED_PREFIX = "refs/memrepo/applied/"
-REJECTED_PREFIX = "refs/memrepo/rejected/"
-PROPOSED_PREFIX = "refs/memrepo/proposed/"  # the activation commit 'push' made (what a forge merge may bring)
-_TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
 _REVERTS_RE = re.compile(r"^This reverts (?:the part of )?commit ([0-9a-f]{40})", re.MULTILINE)
 MODES = MERGE_MODES
 
@@ -54,10 +50,6 @@ class Proposal:
         return {"id": self.id, "branch": self.branch, "status": self.status, "memories": list(self.ids),
                 "base": self.base, "commit": self.commit, "author": self.author, "created": self.created,
                 "reason": self.reason, **({"outcome": self.outcome} if self.outcome else {})}
-
-
-def trailers(message: str) -> dict[str, str]:
-    return {k: v.strip() for k, v in _TRAILER_RE.findall(message)}
 
 
 def new_proposal_id(memories: list[Memory]) -> str:

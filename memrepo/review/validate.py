@@ -251,7 +251,8 @@ def _as_activated(vault: Vault, staged: list[tuple[Row, str | None]]) -> set[str
     ``git merge`` runs pre-merge-commit before it writes MERGE_HEAD, so a person merging a
     pushed proposal branch cannot be recognised by the merge head; the recorded activation can
     (its trailers prove nothing: a hand commit can copy them)."""
-    from memrepo.review.gate import PROPOSED, record_patterns
+    from memrepo.review.records import PROPOSED_PREFIX as PROPOSED
+    from memrepo.review.records import record_patterns
     staged = [(row, blob) for row, blob in staged if blob]
     recorded = list(set(git.refs(vault.root, *record_patterns(PROPOSED)).values())) if staged else []
     if not recorded:

@@ -21,7 +21,13 @@ from memrepo.store.vault import Vault, render_bytes
 DEFAULT_SUBJECT = "general"
 DEFAULT_KIND = {"L1": "event", "L2": "pattern", "L3": "principle", "L4": "identity"}
 SUMMARY_CHARS = 120
-IMPORTED = "refs/memrepo/imported/"  # one record per import commit (memrepo.review.gate)
+
+
+def import_record() -> git.RefChange:
+    """The record of an import commit (for its own ref transaction): the audit knows a bulk
+    import by it (memrepo.review.gate), not by the commit message's trailer."""
+    from memrepo.review.records import IMPORTED_PREFIX
+    return git.RefChange(IMPORTED_PREFIX + new_id().replace("mem_", "imp_", 1), git.NEW_COMMIT, None)
 
 
 @dataclass(frozen=True)
@@ -334,9 +340,8 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
         faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
-        record = git.RefChange(IMPORTED + new_id().replace("mem_", "imp_", 1), git.NEW_COMMIT, None)
         result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message,
-                              also=[record])  # the record, not the message, tells the audit it was an import
+                              also=[import_record()])  # the record, not the message, tells the audit
     if progress:
         progress(len(items), len(items))
     return ImportResult(len(good), result.commit, None, tuple(problems))

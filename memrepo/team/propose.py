@@ -268,7 +268,8 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str, *, r
                                                               **({requests.TRAILER: request_id} if request_id else {})},
                                      body=f"Conflict on {what}: {current.meta.get('summary')!r} ({rival}) -> "
                                           f"{proposed.meta.get('summary')!r} ({agent}); policy {policy}.")
-        record = git.RefChange(f"refs/memrepo/arbitrated/{new.id}", git.NEW_COMMIT, None)
+        from memrepo.review.records import ARBITRATED_PREFIX
+        record = git.RefChange(ARBITRATED_PREFIX + new.id, git.NEW_COMMIT, None)
         vault.commit(writes=[new, old], message=message, also=[record, *requests.record(request_id)],
                      agent=committer)  # the record tells the audit
         return ProposeResult("superseded", new.id, superseded=current.id, policy=policy, reason=reason)

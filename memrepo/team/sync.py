@@ -20,6 +20,7 @@ from typing import Any
 
 from memrepo.errors import Conflict, GitError, InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, is_memory_path, new_id, now_iso
+from memrepo.review import records
 from memrepo.store import git, incoming, recall_checks
 from memrepo.store.checks import Overlay, Row, check_bytes, check_rows
 from memrepo.store.vault import Vault, render_bytes
@@ -30,8 +31,8 @@ CITATIONS = "citations/"
 APPLIED, REJECTED = "refs/memrepo/applied/", "refs/memrepo/rejected/"
 POLICY = "refs/memrepo/policy/"   # review-policy files a person accepted (memrepo.review.policy)
 RECORDS = (("applied", APPLIED), ("rejected", REJECTED), ("policy", POLICY),  # travel with every sync
-           ("proposed", "refs/memrepo/proposed/"), ("imported", "refs/memrepo/imported/"),
-           ("arbitrated", "refs/memrepo/arbitrated/"))
+           ("proposed", records.PROPOSED_PREFIX), ("imported", records.IMPORTED_PREFIX),
+           ("arbitrated", records.ARBITRATED_PREFIX))
 
 
 @dataclass
