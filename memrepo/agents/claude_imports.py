@@ -16,7 +16,6 @@ bytes that are not UTF-8 named by file and line.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -60,6 +59,7 @@ class ImportResult:
 
 
 def _stable_id(prefix: str, *parts: str) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     return f"{prefix}_{hashlib.sha256(chr(0).join(parts).encode('utf-8')).hexdigest()[:16]}"
 
 
@@ -259,7 +259,9 @@ def import_items(vault: Vault, items: list[Item], *, origin: str, where: str, au
         vault.check_new(writes, deleted=[Row.of(m) for m in gone])
         message = (f"memrepo: import {len(new)} new, {len(updated)} updated memories from {origin} ({where})\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(writes)}\nMemrepo-Origin: {origin}\n")
-        commit = vault.commit(writes=writes, deletes=[m.path for m in gone], message=message).commit
+        from memrepo.review.writes import import_record
+        commit = vault.commit(writes=writes, deletes=[m.path for m in gone], message=message,
+                              also=[import_record()]).commit  # the audit knows an import by its record
     return ImportResult(tuple(new), tuple(updated), unchanged, commit, tuple(problems))
 
 
