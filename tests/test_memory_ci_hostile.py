@@ -1,0 +1,33 @@
+"""Memory CI under a careless user and an attacker: the apply gate with a ref named like the
+proposal, hostile check files, the throw-away clone after a crash, a memory filesystem that
+fills up during a run."""
+from __future__ import annotations
+
+import pytest
+from conftest import cli, git
+from test_memory_ci import CHECKS, bury_proposal, pool_vault
+
+from memrepo import api
+from memrepo.errors import Conflict
+from memrepo.lifecycle import memory_ci
+
+
+@pytest.mark.parametrize("kind", ["branch", "tag"])
+def test_a_ref_named_like_the_proposal_does_not_open_the_gate(vault, tmp_path, kind):
+    """A person who makes a branch (or tag) named after a proposal to look at it: the checks
+    still run on the proposal as it would be applied, and apply still refuses the regression."""
+    ids = pool_vault(vault)
+    pid = bury_proposal(vault, tmp_path)
+    git(vault.root, kind, pid, f"proposal/{pid}")
+    run = memory_ci.run_checks(vault, pid)
+    assert run.proposal == pid and [r.check.name for r in run.regressions] == ["chk_pool"]
+    assert api.proposal_checks(vault, pid).regressions
+    head = git(vault.root, "rev-parse", "main")
+    with pytest.raises(Conflict, match="chk_pool"):
+        memory_ci.apply(vault, pid)
+    refused = cli(vault.root, "apply", pid)
+    assert refused.returncode == 4 and "chk_pool" in refused.stderr
+    assert git(vault.root, "rev-parse", "main") == head
+    # a plain revision is still a revision: the branch itself, asked for by its full name
+    assert memory_ci.run_checks(vault, f"refs/heads/{pid}" if kind == "branch" else f"refs/tags/{pid}").proposal is None
+    assert ids and (vault.root / CHECKS).is_file()
