@@ -185,10 +185,15 @@ class _Version:
 
 def _version(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[str] | None = None) -> _Version:
     """The version ``ref`` names: a proposal (its id, a memory id it carries, or its branch)
-    as main would be after applying it, else any commit git can name."""
+    as main would be after applying it, else any commit git can name. A proposal's id wins
+    over a branch or tag of the same name (a person's copy of the proposal branch would
+    otherwise be checked as a plain commit, with no base: apply would see no regression);
+    ``refs/heads/NAME`` and ``refs/tags/NAME`` still name the ref itself."""
     from memrepo.review import proposal_files, proposals
     branch = ref.removeprefix("refs/heads/")
     pid = branch.removeprefix(proposals.BRANCH_PREFIX) if branch.startswith(proposals.BRANCH_PREFIX) else None
+    if pid is None and git.rev_parse(vault.root, f"refs/heads/{proposals.BRANCH_PREFIX}{ref}") is not None:
+        pid = ref
     if pid is None:
         sha = git.rev_parse(vault.root, ref)
         if sha is not None:
