@@ -10,6 +10,7 @@ from test_memory_ci import CHECKS, bury_proposal, pool_vault
 from memrepo import api
 from memrepo.errors import Conflict
 from memrepo.lifecycle import memory_ci
+from memrepo.store import recall_checks
 
 
 @pytest.mark.parametrize("kind", ["branch", "tag"])
@@ -31,3 +32,17 @@ def test_a_ref_named_like_the_proposal_does_not_open_the_gate(vault, tmp_path, k
     # a plain revision is still a revision: the branch itself, asked for by its full name
     assert memory_ci.run_checks(vault, f"refs/heads/{pid}" if kind == "branch" else f"refs/tags/{pid}").proposal is None
     assert ids and (vault.root / CHECKS).is_file()
+
+
+@pytest.mark.parametrize("entry", ["? [a, b]\n    : c", "? {a: 1}\n    : c", "[a]: c"])
+def test_a_check_file_with_a_key_that_is_a_list_or_a_mapping_is_a_problem_not_a_crash(vault, entry):
+    ids = pool_vault(vault)
+    text = f"checks:\n  - {entry}\n    question: q\n    expect: {ids['pool']}\n"
+    checks, problems = recall_checks.parse(CHECKS, text.encode())
+    assert checks == [] and len(problems) == 1 and str(problems[0]).startswith(f"{CHECKS}:line 2")
+    (vault.root / CHECKS).write_text(text, encoding="utf-8")
+    git(vault.root, "commit", "-q", "--no-verify", "-am", "a hand-made checks file, the hook skipped")
+    for args, code in ((("validate",), 1), (("check", "list"), 5), (("check", "run"), 5)):
+        proc = cli(vault.root, *args)
+        assert proc.returncode == code, proc.stderr
+        assert "Traceback" not in proc.stderr and f"{CHECKS}:line 2" in proc.stdout + proc.stderr
