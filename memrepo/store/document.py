@@ -182,7 +182,8 @@ def _node_lines(node, where: tuple, lines: dict[tuple, int]) -> None:
     lines[where] = node.start_mark.line + 1
     if node.id == "mapping":
         for key, value in node.value:
-            _node_lines(value, (*where, key.value), lines)
+            if key.id == "scalar":   # a list or mapping as a key: the constructor refuses it, naming the line
+                _node_lines(value, (*where, key.value), lines)
     elif node.id == "sequence":
         for i, item in enumerate(node.value):
             _node_lines(item, (*where, i), lines)
