@@ -3,6 +3,9 @@ proposal, hostile check files, the throw-away clone after a crash, a memory file
 fills up during a run."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from conftest import cli, git
 from test_memory_ci import CHECKS, bury_proposal, pool_vault
@@ -10,7 +13,7 @@ from test_memory_ci import CHECKS, bury_proposal, pool_vault
 from memrepo import api
 from memrepo.errors import Conflict
 from memrepo.lifecycle import memory_ci
-from memrepo.store import recall_checks
+from memrepo.store import faults, recall_checks
 
 
 @pytest.mark.parametrize("kind", ["branch", "tag"])
@@ -46,3 +49,27 @@ def test_a_check_file_with_a_key_that_is_a_list_or_a_mapping_is_a_problem_not_a_
         proc = cli(vault.root, *args)
         assert proc.returncode == code, proc.stderr
         assert "Traceback" not in proc.stderr and f"{CHECKS}:line 2" in proc.stdout + proc.stderr
+
+
+def scratch(folder: Path) -> list[Path]:
+    return sorted(folder.glob("memrepo-check-*"))
+
+
+def test_the_clone_of_a_killed_run_is_removed_by_the_next_run_and_a_live_one_is_left(vault, tmp_path, monkeypatch):
+    """A run killed outright (kill -9, a CI timeout's SIGTERM) cannot remove its throw-away
+    clone; in a memory filesystem it would hold RAM until reboot. The next run removes it."""
+    pool_vault(vault)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(memory_ci, "MEMORY_FS", str(tmp_path / "no-memory-fs"))
+    killed = cli(vault.root, "check", "run", MEMREPO_FAULT="check-clone-made", TMPDIR=str(tmp))
+    assert killed.returncode == faults.EXIT_CODE, killed.stderr
+    left = scratch(tmp)
+    assert len(left) == 1 and (left[0] / "vault" / ".git").exists()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with memory_ci._Scratch(vault) as live:          # the next run: the dead one's clone goes
+        assert scratch(tmp) == [live.dir]
+        assert memory_ci.sweep_scratch(str(tmp)) == []   # a live run's clone stays
+    assert scratch(tmp) == []
+    assert memory_ci.run_checks(vault, "HEAD").ok and scratch(tmp) == []

@@ -388,6 +388,8 @@ class _Scratch:
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
+        from memrepo.store import faults
+        faults.point("check-clone-made")
         return self
 
     def __exit__(self, *exc) -> None:
