@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
@@ -372,23 +375,37 @@ def list_checks(vault: Vault, ref: str | None = None) -> list[RecallCheck]:
 
 # ------------------------------------------------------------------ the throw-away clone
 
+SCRATCH_PREFIX = "memrepo-check-"
+OWNER_LOCK = "owner.lock"     # held by the run using the clone; the kernel lets go when it dies
+STALE_UNOWNED = 3600          # seconds after which a clone that never took its lock is litter
+
+
 class _Scratch:
     """A throw-away clone of the vault (its own checkout, index and vectors) in which each
-    version is checked out and searched; removed afterwards whatever happens."""
+    version is checked out and searched; removed afterwards whatever happens. A run killed
+    outright (SIGKILL, SIGTERM, a crash) cannot remove its clone: the next run does
+    (:func:`sweep_scratch`), which matters most in a memory filesystem, where litter holds RAM."""
 
     def __init__(self, vault: Vault):
         self.source = vault
-        self.dir = Path(tempfile.mkdtemp(prefix="memrepo-check-", dir=_scratch_parent(vault)))
+        parent = _scratch_parent(vault)
+        for folder in {parent, None, MEMORY_FS if os.path.isdir(MEMORY_FS) else None}:
+            sweep_scratch(folder)
+        self.dir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent))
         self.root = self.dir / "vault"
         self.vault: Vault | None = None
+        self._owner = ExitStack()
 
     def __enter__(self) -> _Scratch:
+        from memrepo.store import faults
+        from memrepo.store.lock import locked
         try:
+            self._owner.enter_context(locked(self.dir / OWNER_LOCK, timeout=0, what="the check clone"))
             git.clone_shared(self.source.root, self.root)
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self._owner.close()
             raise
-        from memrepo.store import faults
         faults.point("check-clone-made")
         return self
 
@@ -397,6 +414,7 @@ class _Scratch:
             self.vault.close()
         self.vault = None
         shutil.rmtree(self.dir, ignore_errors=True)
+        self._owner.close()
 
     def answer(self, version: _Version, checks: list[RecallCheck]) -> tuple[list[Outcome], str]:
         """Each check's outcome on ``version``, and the semantic state its search ran in."""
@@ -435,6 +453,33 @@ class _Scratch:
             shutil.copytree(source, target, dirs_exist_ok=True)
         except (OSError, shutil.Error):
             shutil.rmtree(target, ignore_errors=True)
+
+
+def sweep_scratch(parent: str | None = None) -> list[Path]:
+    """Remove the throw-away clones of runs that died in ``parent`` (default: the temporary
+    folder): this user's ``memrepo-check-*`` folders whose owner lock no process holds (or,
+    for one without the lock, older than an hour). A live run's clone is never touched, even
+    one of another process namespace sharing the folder: the lock is the kernel's."""
+    from memrepo.store.lock import is_locked
+    folder = Path(parent or tempfile.gettempdir())
+    try:
+        candidates = [p for p in folder.iterdir() if p.name.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return []
+    removed = []
+    for path in candidates:
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        owner = path / OWNER_LOCK
+        if is_locked(owner) if owner.exists() else time.time() - st.st_mtime < STALE_UNOWNED:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 MEMORY_FS = "/dev/shm"
