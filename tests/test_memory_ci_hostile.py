@@ -3,6 +3,7 @@ proposal, hostile check files, the throw-away clone after a crash, a memory file
 fills up during a run."""
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -73,3 +74,28 @@ def test_the_clone_of_a_killed_run_is_removed_by_the_next_run_and_a_live_one_is_
         assert memory_ci.sweep_scratch(str(tmp)) == []   # a live run's clone stays
     assert scratch(tmp) == []
     assert memory_ci.run_checks(vault, "HEAD").ok and scratch(tmp) == []
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 64 KiB memory filesystem (mounting one needs root; skipped elsewhere)."""
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_memory_filesystem_that_fills_up_during_a_run_gives_way_to_the_disk(vault, tmp_path, tiny_tmpfs, monkeypatch):
+    """The memory filesystem is only a speed-up: when it fills up after the room check said
+    yes (another program took the space), the run goes on in the temporary folder."""
+    pool_vault(vault)
+    monkeypatch.setattr(memory_ci, "_scratch_parent", lambda _vault: str(tiny_tmpfs))
+    monkeypatch.setattr(memory_ci, "MEMORY_FS", str(tiny_tmpfs))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    run = memory_ci.run_checks(vault, "HEAD")
+    assert run.ok and [r.status for r in run.results] == ["pass", "pass"]
+    assert scratch(tiny_tmpfs) == [] and scratch(tmp) == []
