@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import stat
 import tempfile
 import time
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from memrepo.errors import Conflict, InvalidData, NotFound, UsageError
+from memrepo.errors import Conflict, InvalidData, MemrepoError, NotFound, UsageError
 from memrepo.model import MEMORY_ROOTS
 from memrepo.store import git
 from memrepo.store.recall_checks import DEFAULT_FILE, DEFAULT_TOP, RecallCheck, append, load_rev, parse
@@ -238,11 +239,25 @@ def run_checks(vault: Vault, ref: str = "HEAD", *, against: str | None = None, m
                    against_commit=before.commit if before else None, proposal=after.proposal, removed=removed)
     if not checks:
         return run
-    with _Scratch(vault) as scratch:
-        outcomes_before: list[Outcome | None] = [*scratch.answer(before, checks)[0]] if before else [None] * len(checks)
-        outcomes_after, semantic = scratch.answer(after, checks)
+    parent = _scratch_parent(vault)
+    try:
+        outcomes_before, outcomes_after, semantic = _answer_all(vault, parent, before, after, checks)
+    except (OSError, MemrepoError, sqlite3.Error):
+        if parent is None:
+            raise
+        # the memory filesystem is a speed-up only: filled up since its room was checked, the disk takes the run
+        outcomes_before, outcomes_after, semantic = _answer_all(vault, None, before, after, checks)
     results = tuple(CheckResult(c, a, b) for c, a, b in zip(checks, outcomes_after, outcomes_before))
     return replace(run, results=results, semantic=semantic)
+
+
+def _answer_all(vault: Vault, parent: str | None, before: _Version | None, after: _Version,
+                checks: list[RecallCheck]) -> tuple[list[Outcome | None], list[Outcome], str]:
+    """Each check answered on the base (None without one) and on the version, in one clone under ``parent``."""
+    with _Scratch(vault, parent) as scratch:
+        outcomes_before: list[Outcome | None] = [*scratch.answer(before, checks)[0]] if before else [None] * len(checks)
+        outcomes_after, semantic = scratch.answer(after, checks)
+    return outcomes_before, outcomes_after, semantic
 
 
 def proposal_checks(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[str] | None = None) -> CheckRun:
@@ -386,9 +401,8 @@ class _Scratch:
     outright (SIGKILL, SIGTERM, a crash) cannot remove its clone: the next run does
     (:func:`sweep_scratch`), which matters most in a memory filesystem, where litter holds RAM."""
 
-    def __init__(self, vault: Vault):
+    def __init__(self, vault: Vault, parent: str | None = None):
         self.source = vault
-        parent = _scratch_parent(vault)
         for folder in {parent, None, MEMORY_FS if os.path.isdir(MEMORY_FS) else None}:
             sweep_scratch(folder)
         self.dir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent))
