@@ -417,6 +417,11 @@ class MemoryTool:
             if pid:
                 raise Conflict(f"{where.path} has a change pending review in proposal {pid}; it cannot change until "
                                "a person applies or rejects that proposal")
+            # a file waiting for review is a file already: nothing goes below it
+            above = next((rel for rel in pending if where.under(place(ROOT + "/" + rel))), None)
+            if above is not None:
+                raise Conflict(f"Cannot write {where.path}: {ROOT}/{above} is a file pending review in proposal "
+                               f"{pending[above]}; choose another path")
 
     def _memory(self, where: Place, text: str, old: Memory | None) -> Memory:
         """The memory that holds ``text`` at ``where`` (a new one, or ``old`` changed in place)."""
