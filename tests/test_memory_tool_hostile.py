@@ -40,3 +40,33 @@ def test_nothing_goes_below_a_file_that_waits_for_review(vault):
         api.apply(vault, p.id)
     no_file_is_also_a_folder(vault)
     assert cli(vault.root, "validate").returncode == 0
+
+
+def test_text_that_is_not_unicode_is_refused_with_what_to_do(vault):
+    """JSON can carry half of an emoji ("\\ud83d"); the model is told, nothing is written."""
+    start = vault.head()
+    with pytest.raises(ToolError, match="lone surrogate"):
+        tool(vault).call({"command": "create", "path": "/memories/emoji.md", "file_text": "smile \ud83d\n"})
+    assert vault.head() == start
+
+
+TRANSCRIPT_LINE = '{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "%s"}]}}'
+
+
+def test_half_an_emoji_in_a_hook_payload_or_a_transcript_is_read_not_a_crash(vault, tmp_path):
+    """Claude Code cuts long tool output by UTF-16 units, so a transcript can hold "\\ud83d"
+    alone; a prompt or a compaction summary can too. Each is read with U+FFFD in its place."""
+    api.add(vault, {"subject": "acme", "kind": "preference", "summary": "Acme prefers email follow-ups"}, "")
+    recall = cli(vault.root, "recall", "--hook", stdin='{"session_id": "s", "prompt": "acme follow-ups \\ud83d"}')
+    assert recall.returncode == 0 and "Acme prefers email" in recall.stdout, recall.stderr
+    lines = ['{"type": "user", "message": {"role": "user", "content": "hello"}}',
+             '{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}}',
+             TRANSCRIPT_LINE % ("x" * 9000 + "\\ud83d"),
+             *['{"type": "assistant", "message": {"role": "assistant", "content": "ok"}}'] * 4]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pruned = cli(vault.root, "prune", str(tmp_path / "t.jsonl"))
+    assert pruned.returncode == 0 and "trimmed 1" in pruned.stderr, pruned.stderr
+    summary = "# memrepo checkpoint\\n## What\\nShipped the fix \\ud83d\\n## Next\\nrelease notes"
+    filed = cli(vault.root, "flush", "--hook", "--json",
+                stdin='{"session_id": "s", "hook_event_name": "PostCompact", "compact_summary": "%s"}' % summary)
+    assert filed.returncode == 0 and '"written": 1' in filed.stdout, filed.stderr
