@@ -4,6 +4,8 @@ runner does): paths that collide with files waiting for review, text that is not
 Unicode, paths that pass the checks but not the memory schema."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import cli
 
@@ -66,7 +68,7 @@ def test_half_an_emoji_in_a_hook_payload_or_a_transcript_is_read_not_a_crash(vau
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     pruned = cli(vault.root, "prune", str(tmp_path / "t.jsonl"))
     assert pruned.returncode == 0 and "trimmed 1" in pruned.stderr, pruned.stderr
-    summary = "# memrepo checkpoint\\n## What\\nShipped the fix \\ud83d\\n## Next\\nrelease notes"
-    filed = cli(vault.root, "flush", "--hook", "--json",
-                stdin='{"session_id": "s", "hook_event_name": "PostCompact", "compact_summary": "%s"}' % summary)
+    payload = {"session_id": "s", "hook_event_name": "PostCompact",
+               "compact_summary": "# memrepo checkpoint\n## What\nShipped the fix \ud83d\n## Next\nrelease notes"}
+    filed = cli(vault.root, "flush", "--hook", "--json", stdin=json.dumps(payload))   # ASCII: "\\ud83d" escaped
     assert filed.returncode == 0 and '"written": 1' in filed.stdout, filed.stderr

@@ -487,7 +487,8 @@ class MemoryTool:
             self.vault.check_new(writes if not high else [w.evolve(status="active") for w in writes],
                                  deleted=[Row.of(b) for b in moved])
         except InvalidMemory as e:
-            raise MemoryToolError(f"The change to {what} was not made: " + "; ".join(p.message for p in e.problems)) from None
+            said = dict.fromkeys(p.message for p in e.problems)
+            raise MemoryToolError(f"The change to {what} was not made: " + "; ".join(said)) from None
         if high:
             reason = "; ".join(dict.fromkeys(reasons))
             # a memory changed again after review gets a proposal of its own (prop_<id> is taken)

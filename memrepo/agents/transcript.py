@@ -14,6 +14,29 @@ from typing import Any
 
 from memrepo.errors import UsageError
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def well_formed(value: Any) -> Any:
+    """JSON as loaded, with each lone surrogate (JSON's ``"\\ud83d"`` without its pair: Claude
+    Code cuts long tool output by UTF-16 units, so half an emoji happens) as U+FFFD, so the
+    text can be encoded, hashed, searched and written back."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    return value
+
+
+def _json(text: str) -> Any:
+    """``json.loads`` whose strings are well formed (only text with a surrogate escape is walked)."""
+    data = json.loads(text)
+    return well_formed(data) if _SURROGATE_ESCAPE.search(text) else data
+
+
 _SPEAKER_RE = re.compile(r"^\s*(user|human|assistant|ai|system|tool|用户|助手)\s*[:：]\s?", re.IGNORECASE | re.MULTILINE)
 _USER_LABELS = {"user", "human", "用户"}
 
@@ -62,7 +85,7 @@ def latest_user_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
-            messages = messages_of(json.loads(stripped))
+            messages = messages_of(_json(stripped))
         except (json.JSONDecodeError, UsageError):
             messages = None
         if messages is not None:
@@ -88,7 +111,7 @@ def hook_payload(text: str) -> dict[str, Any]:
     ``trigger``, ``compact_summary``): every field is kept, a missing ``prompt`` is empty and a
     missing or empty ``session_id`` is None."""
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = _json(text) if text.strip() else {}
     except json.JSONDecodeError as e:
         raise UsageError(f"--hook: stdin is not JSON ({e.msg} at line {e.lineno}); the hook must pipe its "
                          "payload, e.g. {\"prompt\": ..., \"session_id\": ...}") from None
@@ -145,7 +168,7 @@ def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
     naming it, except the last one (Claude Code may be writing it), which is kept as text."""
     stripped = text.strip()
     try:
-        data = json.loads(stripped)
+        data = _json(stripped)
     except json.JSONDecodeError as e:
         if e.msg != "Extra data" or not stripped.startswith("{"):
             raise UsageError(f"{where}: not JSON ({e.msg} at line {e.lineno}); give message JSON or a transcript "
@@ -163,7 +186,7 @@ def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(_json(line))
         except json.JSONDecodeError as e:
             if n == len(raw):
                 rows.append(line)
