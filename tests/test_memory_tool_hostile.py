@@ -72,3 +72,17 @@ def test_half_an_emoji_in_a_hook_payload_or_a_transcript_is_read_not_a_crash(vau
                "compact_summary": "# memrepo checkpoint\n## What\nShipped the fix \ud83d\n## Next\nrelease notes"}
     filed = cli(vault.root, "flush", "--hook", "--json", stdin=json.dumps(payload))   # ASCII: "\\ud83d" escaped
     assert filed.returncode == 0 and '"written": 1' in filed.stdout, filed.stderr
+
+
+@pytest.mark.parametrize("path, words", [
+    ("/memories/" + " " * 70 + "x.md", "too long"),
+    ("/memories/" + "%" * 65 + ".md", "too long"),
+    ("/memories/ /x.md", "white space"),
+    ("/memories/   /x.md", "white space"),
+])
+def test_a_path_the_vault_cannot_hold_is_refused_in_the_models_words(vault, path, words):
+    """Paths that pass the first checks but not the memory's schema (its fact key, its
+    subject) are refused by what is wrong with the path, not by the schema's field names."""
+    with pytest.raises(ToolError, match=words) as refused:
+        tool(vault).call({"command": "create", "path": path, "file_text": "x\n"})
+    assert "memory:" not in str(refused.value) and "not allowed here" not in str(refused.value)
