@@ -86,3 +86,18 @@ def test_a_path_the_vault_cannot_hold_is_refused_in_the_models_words(vault, path
     with pytest.raises(ToolError, match=words) as refused:
         tool(vault).call({"command": "create", "path": path, "file_text": "x\n"})
     assert "memory:" not in str(refused.value) and "not allowed here" not in str(refused.value)
+
+
+def test_a_move_into_review_names_each_memory_once(vault):
+    """A rename into a long-term layer writes each memory at its new place and removes the old
+    file: one proposal, each memory once in its list (it was listed twice)."""
+    t = tool(vault)
+    for name in ("a", "b"):
+        t.call({"command": "create", "path": f"/memories/notes/{name}.md", "file_text": f"{name}\n"})
+    assert "pending review" in t.call({"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/L3/notes"})
+    (proposal,) = api.list_proposals(vault)
+    assert len(proposal.ids) == 2 == len(set(proposal.ids))
+    listed = cli(vault.root, "proposals")
+    assert listed.stdout.count(proposal.ids[0]) == 1
+    api.apply(vault, proposal.id)
+    assert sorted(memory_tool.files(vault)) == ["L3/notes/a.md", "L3/notes/b.md"]
