@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install install-test clean cli-spec
+.PHONY: demo test lint install install-test clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,17 +29,11 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy memrepo/store memrepo/review memrepo/retrieval memrepo/lifecycle memrepo/api.py \
-		memrepo/errors.py memrepo/text.py memrepo/config.py memrepo/resources.py
+	$(BIN)/mypy memrepo
 
 # Lint first (seconds), then the suite.
 test: lint
 	$(BIN)/python -m pytest
-
-# The fast path's option table (memrepo/cli/spec.py), generated from the typer declarations:
-# run after changing the options of add, search, recall, context or the hook commands.
-cli-spec: $(VENV)/.installed
-	$(BIN)/python -c 'from memrepo.cli.app import write_spec; write_spec()'
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Command-line speed (issue 12): the per-turn commands through the CLI, one process per call.
+"""Command-line speed: the per-turn commands through the CLI, one process per call.
 
   .venv/bin/python bench/cli_speed.py [--n 10000] [--runs 15] [--semantic] [--before OLD_TREE]
+                                      [--after TREE] [--env SIDE:NAME=VALUE ...]
 
 On one vault of ``--n`` synthetic memories (the shared generator, ``../shared/bench/synth.py``
 from the project root, or ``--synth`` / ``MEMREPO_SYNTH``; ``--vault V`` reuses a vault) it
@@ -21,13 +22,18 @@ Each side runs as an installed console script does: a launcher made from the tre
 ``pyproject.toml`` entry point, byte-compiled first. ``--before OLD_TREE`` (a checkout of
 older code, e.g. ``git worktree add /tmp/old main``) runs every call on both trees in turn,
 call by call, so load on a shared machine hits both alike: compare the CPU columns there.
-Targets (issue 12, at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
+``--after TREE`` times another tree than this one as "after", and ``--env after:NAME=VALUE``
+sets a variable for one side only: ``--before T --after T --env after:MEMREPO_CLI_FAST=0``
+compares one tree with itself under two settings (older trees had a typer-free fast path
+that variable turned off).
+Targets (at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,7 +81,7 @@ def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, d
 
 
 def server_rows(exe: Path, env: dict, v: list[str], runs: int, work: Path, *, semantic: bool) -> dict[str, dict]:
-    """search, recall, context and add answered by a warm background server (memrepo/cli/daemon.py):
+    """search, recall, context and add answered by a warm background server (memrepo/cli/client.py):
     wall and client CPU per call as above, and the server's CPU per call with its git processes
     (``server_cpu_*``: ``cpu_seconds`` plus ``children_cpu_seconds`` of ``memrepo daemon status``);
     with the semantic layer on (the default config; only with ``--semantic``, which builds the
@@ -125,13 +131,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synth", default=DEFAULT_SYNTH)
     ap.add_argument("--vault", help="an existing vault to use (its memories are not counted)")
     ap.add_argument("--before", metavar="OLD_TREE", help="also run this checkout of older code, alternating")
+    ap.add_argument("--after", metavar="TREE", help="the tree timed as 'after' (default: this one)")
+    ap.add_argument("--env", action="append", default=[], metavar="SIDE:NAME=VALUE",
+                    help="an environment variable for one side (before or after), repeatable")
     ap.add_argument("--semantic", action="store_true", help="also search with the semantic layer on")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "cli_speed.json"))
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="cli-speed-"))
     env = {**bench_env(work), "MEMREPO_SEMANTIC": "0"}
-    trees = {"after": REPO} if not args.before else {"before": Path(args.before).resolve(), "after": REPO}
-    sides = {name: (launcher(tree, work, name), {**env, "PYTHONPATH": str(tree)}) for name, tree in trees.items()}
+    after = Path(args.after).resolve() if args.after else REPO
+    trees = {"after": after} if not args.before else {"before": Path(args.before).resolve(), "after": after}
+    extra: dict[str, dict[str, str]] = {name: {} for name in trees}
+    for setting in args.env:
+        side, _, assignment = setting.partition(":")
+        name, _, value = assignment.partition("=")
+        if side not in extra or not name:
+            raise SystemExit(f"bench: --env {setting!r}: give SIDE:NAME=VALUE with SIDE one of {', '.join(extra)}")
+        extra[side][name] = value
+    sides = {name: (launcher(tree, work, name), {**env, "PYTHONPATH": str(tree), **extra[name]})
+             for name, tree in trees.items()}
     info = machine()
     print(f"bench: {info}; work dir {work}", flush=True)
     if args.vault:
@@ -139,12 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         vault = build_vault(work, args.n, args.synth, {**env, "PYTHONPATH": str(REPO)})[0]
     exe0, env0 = sides["after"]
-    run([str(exe0), "--vault", str(vault), "search", "warm the index"], env0)
+    # each side its own copy of the vault: a side whose derived state (catalog, index) has
+    # another format would otherwise rebuild it on every call after the other side's
+    vaults = {"after": vault}
+    if "before" in sides:
+        vaults["before"] = work / "vault-before"
+        shutil.rmtree(vaults["before"], ignore_errors=True)
+        shutil.copytree(vault, vaults["before"], symlinks=True)
+    for name, (exe, e) in sides.items():
+        run([str(exe), "--vault", str(vaults[name]), "search", "warm the index"], e)
     v = ["--vault", str(vault)]
     results: dict[str, dict] = {}
 
     def cli(*argv_: str):
-        return lambda name, exe, env_, i: timed([str(exe), *v, *[a.format(i=i, name=name) for a in argv_]], env_)[0]
+        return lambda name, exe, env_, i: timed([str(exe), "--vault", str(vaults[name]),
+                                                 *[a.format(i=i, name=name) for a in argv_]], env_)[0]
 
     def floor(name, exe, env_, i):
         return timed([sys.executable, "-c", "pass"], env_)[0]
@@ -171,14 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         results[label] = {"after": result}
         print(label, json.dumps(result), flush=True)
 
-    targets = iter(hand_edit_targets(vault, env, 2 * len(sides) * (args.runs + WARMUPS)))
+    targets = {name: iter(hand_edit_targets(root, env, 2 * (args.runs + WARMUPS))) for name, root in vaults.items()}
     n = iter(range(10 ** 6))
 
     def commit(verify: bool):
         def call(name, exe, env_, i):
             k = next(n)
-            hand_edit(vault, next(targets), k, env_)
-            cmd = ["git", "-C", str(vault), "commit", "-q", "-m", f"bench: hand edit {k}"]
+            hand_edit(vaults[name], next(targets[name]), k, env_)
+            cmd = ["git", "-C", str(vaults[name]), "commit", "-q", "-m", f"bench: hand edit {k}"]
             return timed(cmd + ([] if verify else ["--no-verify"]), env_)[0]
         return call
     results["commit with the pre-commit hook"] = measure(sides, args.runs, commit(True))

@@ -13,12 +13,108 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+
+@dataclass(frozen=True)
+class Field:
+    """One front-matter field, declared once for every part of memrepo that handles fields.
+
+    The schema (``schema/memory.schema.json``) says what a valid value is, and validation uses
+    it; this table says what the rest of memrepo does with the field: the command line's options
+    of ``add`` and ``propose`` and the MCP ``memory_write`` parameters (``given_by``), the import
+    of other tools' notes (``foreign``), the merge of two clones' edits (``merge``), the catalog's
+    columns (``catalog``). A test keeps the two in step (names, order, enums, bounds), so a plain
+    field is added here and in the schema, nowhere else.
+    """
+
+    name: str
+    type: str   # text (one line), id, choice, number, time (ISO-8601 with a zone), list (of text), ids (of memories)
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = None
+    given_by: tuple[str, ...] = ()  # whose callers may give it: "add", "propose" (CLI options), "memory_write" (MCP)
+    option: str = ""                # its command-line option, when not --<name> (a list's is repeatable)
+    agent_choices: tuple[str, ...] = ()  # the choices an agent may give over MCP, when fewer than ``choices``
+    foreign: bool = False           # read from other tools' notes (memrepo import DIR)
+    merge: str = "newer"            # two clones' edits of one memory: union, larger, newer (the one updated last)
+    catalog: str = ""               # a catalog column: "key" (for the invariants) or "listed" (also in `memrepo list`)
+    required: bool = False          # every memory has it (the schema's "required")
+    default: Any = None             # what a memory without it has (``Memory.<name>``)
+
+    @property
+    def flag(self) -> str:
+        return self.option or f"--{self.name.replace('_', '-')}"
+
+    @property
+    def many(self) -> bool:
+        return self.type in ("list", "ids")
+
+
+_ALL = ("add", "propose", "memory_write")
 LAYERS = ("L1", "L2", "L3", "L4")
 STATUSES = ("active", "pending_review", "superseded", "rejected", "archived", "rolled_back")
 SOURCES = ("user", "model-inference", "tool", "import", "distill", "flush", "agent")
 KINDS = ("event", "checkpoint", "decision", "constraint", "policy", "permission", "preference", "state",
-         "knowledge", "pattern", "principle", "identity")  # the schema's enum (a test keeps them equal)
-CHOICES: dict[str, tuple[str, ...]] = {"layer": LAYERS, "kind": KINDS, "status": STATUSES, "source": SOURCES}
+         "knowledge", "pattern", "principle", "identity")
+
+FIELDS: tuple[Field, ...] = (  # in the schema's order, which is the order of a memory file's front matter
+    Field("id", "id", "Id to use (default: generated).", given_by=("add", "propose"), foreign=True, catalog="listed",
+          required=True),
+    Field("layer", "choice", "L1 daily log (default), L2 patterns, L3 principles, L4 identity.", LAYERS,
+          given_by=_ALL, foreign=True, catalog="listed", required=True),
+    Field("kind", "choice", "What it is: " + ", ".join(KINDS) + " (default: by layer).", KINDS, given_by=_ALL,
+          foreign=True, catalog="listed", required=True),
+    Field("subject", "text", "The entity the memory is about (default: general; a shared fact needs it).",
+          max_length=200, given_by=_ALL, foreign=True, catalog="listed", required=True),
+    Field("fact", "text", "Fact key within the subject (release.auto_publish): at most one active memory per "
+          "(subject, fact).", max_length=200, given_by=_ALL, foreign=True, catalog="listed"),
+    Field("summary", "text", "One line (default: the first line of the body).", max_length=500, given_by=_ALL,
+          foreign=True, catalog="listed", required=True),
+    Field("status", "choice", "", STATUSES, foreign=True, catalog="listed", required=True),
+    Field("risk", "choice", "", ("low", "high"), catalog="listed"),
+    Field("risk_reason", "text"),
+    Field("source", "choice", "Where it comes from: user (default), model-inference (a conclusion of the model), "
+          "tool, import, distill, flush.", SOURCES, given_by=_ALL, agent_choices=("user", "model-inference", "tool"),
+          foreign=True, catalog="listed", required=True),
+    Field("author", "text", "Who triggered it (default: $MEMREPO_AUTHOR, the agent, or git user.name).",
+          max_length=200, given_by=("add",), foreign=True),
+    Field("scope", "text", "shared (default) or private (the acting agent's own: never shared).", given_by=("add",),
+          foreign=True, default="shared"),
+    Field("session", "text", "The agent session it comes from.", max_length=200, given_by=_ALL, foreign=True),
+    Field("supersedes", "id", catalog="key"),
+    Field("superseded_by", "id", catalog="key"),
+    Field("rollback_point", "text"),
+    Field("proposal", "text", catalog="key"),
+    Field("evidence", "list", "Pointer: path#L1-L9, memory id, commit, URL (repeatable).", given_by=_ALL,
+          foreign=True, merge="union", default=()),
+    Field("affects", "list", "Behaviour this memory changes (repeatable).", given_by=("add", "propose"), foreign=True,
+          merge="union", default=()),
+    Field("links", "ids", "Related memory id (repeatable).", given_by=_ALL, option="--link", foreign=True,
+          merge="union", default=()),
+    Field("cites", "ids", "Memory id this one was derived from (repeatable).", given_by=("propose",), option="--cite",
+          merge="union", default=()),
+    Field("reinforced_by", "list", merge="union", default=()),
+    Field("tags", "list", "Business tag (repeatable).", given_by=_ALL, option="--tag", foreign=True, merge="union",
+          default=()),
+    Field("weight", "number", "Base weight 0..1 (protects keystone memories from decay).", minimum=0, maximum=1,
+          given_by=("add", "propose"), foreign=True, merge="larger", catalog="listed"),
+    Field("confidence", "number", "How sure the writer is, 0..1 (shared knowledge needs it).", minimum=0, maximum=1,
+          given_by=_ALL, foreign=True),
+    Field("created", "time", foreign=True, catalog="listed", required=True),
+    Field("updated", "time", foreign=True),
+    Field("expires", "time", "ISO-8601 date-time after which the memory is cleaned up.", given_by=("add",),
+          foreign=True),
+)
+FIELD: dict[str, Field] = {f.name: f for f in FIELDS}
+CHOICES: dict[str, tuple[str, ...]] = {f.name: f.choices for f in FIELDS if f.type == "choice"}
+
+
+def given_by(writer: str) -> tuple[Field, ...]:
+    """The fields the callers of ``writer`` ("add", "propose", "memory_write") may give."""
+    return tuple(f for f in FIELDS if writer in f.given_by)
+
+
 # Values of options that are not front-matter fields: a search's retrieval route (default: guessed
 # from the query) and how an applied proposal meets the memory it replaces.
 INTENTS = ("fact", "general", "howto", "history")
@@ -178,7 +274,7 @@ class Memory:
         return self.meta["id"]
 
     @property
-    def key(self) -> tuple[str, str] | None:
+    def key(self) -> tuple[Any, Any] | None:
         """(subject, fact) when the memory carries a fact key: at most one active per key."""
         fact = self.meta.get("fact")
         return (self.meta.get("subject"), fact) if fact else None
@@ -194,9 +290,4 @@ class Memory:
         return replace(self, meta=meta, path=canonical_path(meta), blob=None)
 
 
-_OPTIONAL_DEFAULTS: dict[str, Any] = {
-    "fact": None, "risk": None, "risk_reason": None, "author": None, "scope": "shared",
-    "session": None, "supersedes": None, "superseded_by": None, "rollback_point": None,
-    "proposal": None, "evidence": (), "affects": (), "links": (), "cites": (), "reinforced_by": (), "tags": (), "weight": None,
-    "confidence": None, "updated": None, "expires": None,
-}
+_OPTIONAL_DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS if not f.required}

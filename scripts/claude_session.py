@@ -53,7 +53,7 @@ def memory_tool_session(vault: str) -> None:
         import httpx2
         from anthropic import Anthropic
 
-        from memrepo.api import MemrepoMemoryTool
+        from memrepo.agents.claude_memory import MemrepoMemoryTool
     except ImportError as e:
         print(f"  (skipped: the Anthropic SDK is not installed: pip install 'memrepo[claude]'; {e})")
         return

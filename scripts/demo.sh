@@ -4,7 +4,10 @@ set -euo pipefail
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"  # before the tour changes directory
 export MEMREPO_AUTHOR="${MEMREPO_AUTHOR:-demo-agent}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memrepo-demo.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+# The demo's background servers live in its own runtime folder and are stopped on the way out:
+# none outlives the demo, holding the deleted vault's files.
+export MEMREPO_RUNTIME_DIR="$WORK/rt"
+trap 'memrepo daemon stop --all > /dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 # A throw-away identity so the demo runs on machines without git config.
 export GIT_CONFIG_GLOBAL="$WORK/gitconfig"
 git config --global user.name "Demo Person"
@@ -145,8 +148,11 @@ run git log --oneline -12
 run memrepo proposals
 run memrepo search "支付 验收标准"
 
+step "12. The background server answered the per-turn commands warm; the demo stops it on the way out"
+run memrepo daemon status
+
 step "Done. The vault was $V (deleted on exit)."
 UI_VAULT="${TMPDIR:-/tmp}/memrepo-demo-vault"   # a copy that outlives the tour, for the web page
 rm -rf "$UI_VAULT" && cp -a "$V" "$UI_VAULT"
-step "11. See it in a browser (proposals, diffs, history, graph): a copy is kept at $UI_VAULT"
+step "13. See it in a browser (proposals, diffs, history, graph): a copy is kept at $UI_VAULT"
 echo "  $(command -v memrepo) ui --vault $UI_VAULT"

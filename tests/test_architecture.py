@@ -92,7 +92,7 @@ def owners(package: str) -> set[str]:
 
 def test_the_modules_were_found():
     names = {module_name(p) for p in MODULES}
-    assert {"memrepo.cli.app", "memrepo.store.git", "memrepo.store.document", "memrepo.store.schema",
+    assert {"memrepo.cli.app", "memrepo.cli.commands.vault", "memrepo.mcp.server", "memrepo.store.git", "memrepo.store.document", "memrepo.store.schema",
             "memrepo.store.vault", "memrepo.api"} <= names
 
 
@@ -139,12 +139,50 @@ def test_no_import_cycles_even_through_lazy_imports():
 
 
 INTERFACE = {"cli", "mcp", "ui", "entry"}
+# The command line starts the other interfaces (`memrepo mcp`, `memrepo ui`): the only edges between them.
+BETWEEN_INTERFACES = {("cli", "memrepo.mcp.server"), ("cli", "memrepo.ui"), ("cli", "memrepo.ui.server"),
+                      ("cli", "memrepo.ui.i18n"), ("cli", "memrepo.ui.security")}
+
+
+def reaches_past_the_api(me: str, imported: set[str]) -> list[str]:
+    """The memrepo modules an interface module (cli, mcp, ui) imports that are neither the API,
+    a value module, nor of its own package: services it should reach through memrepo.api."""
+    mine = layer(me)
+    return sorted(o for o in imported if layer(o) not in (mine, "api", "values") and (mine, o) not in BETWEEN_INTERFACES)
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) in ("cli", "mcp", "ui")], ids=module_name)
+def test_the_interfaces_reach_the_library_only_through_the_api(path):
+    bad = reaches_past_the_api(module_name(path), internal(path))
+    assert not bad, f"{module_name(path)} imports {bad}: the command line, the MCP server and the web page use memrepo.api"
+
+
+def test_the_api_check_can_fail():
+    assert reaches_past_the_api("memrepo.cli.commands.search", {"memrepo.retrieval.search", "memrepo.api"}) == \
+        ["memrepo.retrieval.search"]
+    assert reaches_past_the_api("memrepo.mcp.server", {"memrepo.team.scopes", "memrepo.model"}) == ["memrepo.team.scopes"]
+    assert reaches_past_the_api("memrepo.mcp.server", {"memrepo.cli.app"}) == ["memrepo.cli.app"]
+    assert reaches_past_the_api("memrepo.ui.pages", {"memrepo.oversight.inbox"}) == ["memrepo.oversight.inbox"]
+    assert reaches_past_the_api("memrepo.cli.commands.agents", {"memrepo.mcp.server", "memrepo.errors"}) == []
 
 
 @pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
 def test_library_never_imports_the_cli_or_typer(path):
     bad = {i for i in imports(path) if i.startswith("memrepo.cli") or top(i) in ("typer", "click")}
     assert not bad, f"{path.name} imports {bad}: the library must work without the CLI"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) not in INTERFACE], ids=module_name)
+def test_the_library_never_reads_the_acting_agent_from_the_environment(path):
+    """The agent is an argument (agent=): the command line reads --agent or $MEMREPO_AGENT and
+    passes it, the MCP server passes its own."""
+    named = [n.lineno for n in ast.walk(tree(path)) if isinstance(n, ast.Constant) and n.value == "MEMREPO_AGENT"]
+    assert not named, f"{path.name} reads MEMREPO_AGENT at lines {named}; take agent= from the caller"
+
+
+def test_the_agent_check_can_fail():
+    probe = ast.parse('import os\nagent = os.environ.get("MEMREPO_AGENT")\n')
+    assert [n for n in ast.walk(probe) if isinstance(n, ast.Constant) and n.value == "MEMREPO_AGENT"]
 
 
 def test_click_is_never_imported_directly():
@@ -174,7 +212,7 @@ def test_only_the_ui_imports_the_web_stack():
     the CLI imports the ui package only inside the ui command (per-turn commands stay fast)."""
     for package in ("starlette", "uvicorn", "jinja2", "markupsafe", "markdown_it"):
         assert {m for m in owners(package)} <= {m for m in KNOWN if m.startswith("memrepo.ui")}, package
-    cli_ui = PACKAGE / "cli" / "ui.py"
+    cli_ui = PACKAGE / "cli" / "commands" / "ui.py"
     top_level = {node.module for node in tree(cli_ui).body if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(m.startswith("memrepo.ui") for m in top_level), "cli/ui.py imports the web page at start-up"
 
@@ -185,7 +223,7 @@ def test_only_the_mcp_server_imports_the_mcp_sdk():
 
 def test_only_claude_memory_imports_the_anthropic_sdk():
     """The Anthropic SDK is an optional extra: one module owns it, and nothing imports that module
-    but the api's lazy name (so memrepo runs without the SDK)."""
+    but a program that uses it (so memrepo, its API included, runs without the SDK)."""
     assert owners("anthropic") == {"memrepo.agents.claude_memory"}
     assert {module_name(p) for p in MODULES if "memrepo.agents.claude_memory" in internal(p)} == set()
 
@@ -324,13 +362,11 @@ def test_the_git_runner_is_private():
 
 # Programs modules other than store/git.py may start, by the first word of their command line:
 # store/processes.py starts Python, or a ``program`` it checks against its PROGRAMS.
-OTHER_PROGRAMS = {"memrepo.store.processes": {"sys.executable", "program"},
-                  "memrepo.cli.daemon": {"sys.executable"}}
+OTHER_PROGRAMS = {"memrepo.store.processes": {"sys.executable", "program"}}
 # Modules that may import subprocess or multiprocessing: git's runner and the one module that
-# starts every other child process. (The resident server's start in cli/daemon.py is to go
-# through store/processes.start_detached as well.)
+# starts every other child process (the resident server is started through it too).
 PROCESS_STARTERS = {"memrepo.store.git", "memrepo.store.processes"}
-PROCESS_STARTERS_PENDING = {"memrepo.cli.daemon"}
+PROCESS_STARTERS_PENDING: set[str] = set()
 _STARTERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
 
 

@@ -1,4 +1,4 @@
-"""The background server (memrepo/cli/daemon.py): search, recall and context answered warm, with
+"""The resident server (memrepo/cli/client.py, memrepo/cli/server.py): search, recall and context answered warm, with
 the same bytes on stdout and stderr and the same exit code as in-process.
 
 Everything runs as real processes: ``python -m memrepo`` with ``MEMREPO_DAEMON=1`` and a private
@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import MEMREPO, on_a_terminal, person_env
 
-from memrepo.cli import daemon
+from memrepo.cli import client as daemon
 
 PIDS: set[int] = set()
 
@@ -82,9 +83,9 @@ def run(*args: str, served: bool = True, stdin: bytes | None = None, cwd: str | 
 
 
 def servers() -> list[dict]:
-    found = [daemon.ask("status", path) for path in daemon.servers()]
-    PIDS.update(s["pid"] for s in found if s)
-    return [s for s in found if s]
+    found = daemon.servers()
+    PIDS.update(s["pid"] for s in found)
+    return found
 
 
 def server(timeout: float = 30.0, *, other_than: int | None = None) -> dict:
@@ -100,7 +101,7 @@ def server(timeout: float = 30.0, *, other_than: int | None = None) -> dict:
 
 
 def stop_all() -> None:
-    daemon.stop()
+    daemon.stop(every_install=True)
     assert servers() == []
 
 
@@ -127,7 +128,7 @@ def test_a_cold_call_starts_the_server_and_the_next_call_is_answered_by_it(share
 
 PAYLOAD = json.dumps({"prompt": "how many connections does the database pool hold?", "session_id": "s-1"}).encode()
 
-# (argv, stdin, answered by the server rather than handed back to typer)
+# (argv, stdin, answered by the server): the server runs the same typer app, usage errors included
 SAME = [
     (["search", "database pool"], None, True),
     (["search", "rollback release", "--json"], None, True),
@@ -139,9 +140,10 @@ SAME = [
     (["recall", "--hook", "--json"], PAYLOAD, True),
     (["context", "--budget", "2000"], None, True),
     (["context", "--json"], None, True),
-    (["search", "--limit", "many", "pool"], None, False),
-    (["search"], None, False),
-    (["recall", "--budget"], None, False),
+    (["search", "--limit", "many", "pool"], None, True),
+    (["search"], None, True),
+    (["recall", "--budget"], None, True),
+    (["recall", "--hook", "--budjet", "2000"], PAYLOAD, True),
 ]
 
 
@@ -202,7 +204,7 @@ def test_edited_code_never_talks_to_the_old_server(shared, on, tmp_path):
     other = server(other_than=main["pid"])
     assert run(*args, cwd=tmp_path, **copy) == expected
     assert daemon.ask("status", other["socket"])["requests"] == 1
-    edited = tmp_path / "pkg" / "memrepo" / "cli" / "commands.py"
+    edited = tmp_path / "pkg" / "memrepo" / "cli" / "call.py"
     os.utime(edited, ns=(edited.stat().st_mtime_ns + 10**9,) * 2)
     assert run(*args, cwd=tmp_path, **copy) == expected
     deadline = time.monotonic() + 10
@@ -340,3 +342,116 @@ def test_a_call_runs_in_process_while_the_server_is_busy_with_another(shared, on
     assert (held.returncode, out, err) == run("--vault", str(shared), "recall", "--hook", served=False, stdin=PAYLOAD)
     after = server()
     assert (after["pid"], after["requests"]) == (before["pid"], before["requests"] + 1)
+
+
+def _default_utf8_mode() -> str:
+    return subprocess.run([sys.executable, "-c", "import sys; print(sys.flags.utf8_mode)"], capture_output=True,
+                          text=True, env=person_env()).stdout.strip()
+
+
+def _daemon(*args: str, **extra: str) -> tuple[int, str, str]:
+    proc = subprocess.run([*MEMREPO, "daemon", *args], capture_output=True, text=True,
+                          env=person_env(**{"MEMREPO_DAEMON": "1", **extra}))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_status_lists_every_server_and_stop_keeps_to_this_install(shared, on, tmp_path):
+    """One server per install and environment: status lists them all (install, environment,
+    idle time); stop stops this install's, --all the others too."""
+    stop_all()
+    mine = started(shared)
+    other_env = {"PYTHONUTF8": "0" if _default_utf8_mode() == "1" else "1"}
+    assert run("--vault", str(shared), "search", "pool", **other_env)[0] == 0
+    shutil.copytree(Path(daemon.__file__).parents[1], tmp_path / "pkg" / "memrepo",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    assert run("--vault", str(shared), "search", "pool", cwd=tmp_path, PYTHONPATH=str(tmp_path / "pkg"))[0] == 0
+    deadline = time.monotonic() + 30
+    while len(servers()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    code, out, _ = _daemon("status", "--json")
+    listed = json.loads(out)["servers"]
+    assert code == 0 and len(listed) == 3, listed
+    assert {s["package"] for s in listed} == {str(Path(daemon.__file__).parents[1]), str(tmp_path / "pkg" / "memrepo")}
+    assert sorted(s["this_install"] for s in listed) == [False, True, True]
+    assert len({json.dumps(s["environment"], sort_keys=True) for s in listed if s["this_install"]}) == 2
+    assert all("idle_seconds" in s and s["environment"]["python"] for s in listed)
+    code, text, _ = _daemon("status")
+    assert text.count("pid ") == 3 and text.count("(this install)") == 2 and text.count("(another install)") == 1
+    code, out, _ = _daemon("stop", "--json")
+    stopped = set(json.loads(out)["stopped"])
+    assert mine["pid"] in stopped and len(stopped) == 2
+    assert [s["package"] for s in servers()] == [str(tmp_path / "pkg" / "memrepo")]
+    assert len(json.loads(_daemon("stop", "--all", "--json")[1])["stopped"]) == 1
+    assert servers() == []
+
+
+def test_asking_the_status_does_not_keep_a_server_alive(shared, on):
+    stop_all()
+    assert run("--vault", str(shared), "context", MEMREPO_DAEMON_IDLE="2")[0] == 0
+    pid = server()["pid"]
+    deadline = time.monotonic() + 15
+    while _alive(pid) and time.monotonic() < deadline:
+        assert _daemon("status")[0] == 0
+        time.sleep(0.2)
+    assert not _alive(pid), "status kept resetting the idle timer"
+
+
+def _deleted_files(pid: int, under: Path) -> list[str]:
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(under)) and target.endswith("(deleted)"):
+            found.append(target)
+    return found
+
+
+def test_the_server_keeps_a_few_vaults_and_lets_go_of_removed_ones(shared, on, tmp_path):
+    """A bounded set of vaults stays warm (least recently used dropped); a vault whose folder is
+    gone or replaced is let go whole: no descriptor to its deleted files stays open."""
+    pid = started(shared)["pid"]
+    roots = []
+    for i in range(6):
+        root = tmp_path / f"throwaway{i}"
+        assert run("init", str(root), served=False)[0] == 0
+        assert run("--vault", str(root), "add", "--summary", f"Throw-away note {i}", "--body", "b", served=False)[0] == 0
+        code, out, _ = run("--vault", str(root), "search", "throw-away note")
+        assert code == 0 and b"Throw-away note" in out
+        roots.append(root)
+    kept = daemon.ask("status", server()["socket"])["vaults"]
+    assert 1 <= len(kept) <= 4 and kept[-1] == str(roots[-1]), kept
+    for root in roots:
+        shutil.rmtree(root)
+    replaced = roots[-1]
+    assert run("init", str(replaced), served=False)[0] == 0  # the same folder made again: another vault
+    assert run("--vault", str(replaced), "search", "anything")[0] == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        kept = daemon.ask("status", server()["socket"])["vaults"]
+        if set(kept) <= {str(replaced)} and not _deleted_files(pid, tmp_path):
+            break
+        time.sleep(0.2)
+    assert set(kept) <= {str(replaced)}, kept
+    assert _deleted_files(pid, tmp_path) == []
+    assert server()["pid"] == pid
+
+
+def test_the_demo_stops_the_servers_it_started():
+    """make demo's script starts servers in its own runtime folder and stops them on the way out."""
+    bin_dir = Path(sys.executable).parent
+    short = tempfile.mkdtemp(prefix="dm-", dir="/tmp")  # a socket path holds at most 107 bytes
+    env = person_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", MEMREPO_DAEMON="1", MEMREPO_SEMANTIC="0",
+                     TMPDIR=short)
+    env.pop("MEMREPO_RUNTIME_DIR", None)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "demo.sh"
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pids = [int(p) for p in re.findall(r"^pid (\d+):", proc.stdout, re.M)]
+    assert pids, "the demo's last step shows its server"
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), "a server the demo started outlived it"
+    shutil.rmtree(short, ignore_errors=True)

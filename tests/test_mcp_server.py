@@ -211,3 +211,64 @@ def test_building_the_server_prints_no_library_warning(vault):
                            f"from memrepo.mcp.server import build_server; build_server({str(vault.root)!r})"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr
+
+
+def test_every_parameter_is_described_with_its_enums_and_bounds(vault):
+    async def scenario(client: ClientSession):
+        return {t.name: t.inputSchema for t in (await client.list_tools()).tools}
+    schemas = in_process(vault, scenario)
+
+    def prop(tool: str, name: str) -> dict:
+        p = schemas[tool]["properties"][name]
+        return {**p, **next((a for a in p.get("anyOf", ()) if a.get("type") != "null"), {})}
+
+    undescribed = [f"{tool}.{name}" for tool, s in schemas.items() for name, p in s["properties"].items()
+                   if not p.get("description")]
+    assert undescribed == []
+    for tool in ("memory_write", "memory_search"):
+        assert prop(tool, "kind")["enum"][:3] == ["event", "checkpoint", "decision"]
+        assert prop(tool, "layer")["enum"] == ["L1", "L2", "L3", "L4"]
+    assert prop("memory_write", "source")["enum"] == ["user", "model-inference", "tool"]
+    assert (prop("memory_recall", "budget")["minimum"], prop("memory_search", "limit")["minimum"]) == (1, 1)
+    assert "maximum" in prop("memory_recall", "budget") and "maximum" in prop("memory_search", "limit")
+    assert (prop("memory_write", "confidence")["minimum"], prop("memory_write", "confidence")["maximum"]) == (0, 1)
+    assert prop("memory_write", "summary")["maxLength"] == 500 and schemas["memory_write"]["required"] == ["summary"]
+
+
+def test_a_bad_argument_is_one_clear_line(vault):
+    async def scenario(client: ClientSession):
+        return [await client.call_tool(tool, args) for tool, args in (
+            ("memory_write", {"summary": "x", "layer": "L9"}),
+            ("memory_write", {"summary": "x" * 501}),
+            ("memory_write", {"summary": "x", "confidence": 2}),
+            ("memory_write", {}),
+            ("memory_recall", {"text": "tea", "budget": 0}),
+            ("memory_search", {"query": "tea", "limit": "many"}),
+            ("memory_write", {"summary": "nul\x00inside"}),
+            ("memory_search", {"query": "tea\x00"}),
+            ("memory_write", {"summary": "fine", "tags": ["ok", "nul\x00"]}))]
+    results = in_process(vault, scenario)
+    texts = [r.content[0].text for r in results]
+    assert all(r.isError for r in results), texts
+    for text in texts:
+        assert "\n" not in text and "pydantic" not in text and "validation error" not in text.lower(), text
+        assert "embedded null byte" not in text and "Traceback" not in text, text
+    assert texts[0].startswith("memory_write: layer: ") and "'L1', 'L2', 'L3' or 'L4'" in texts[0]
+    assert texts[1].startswith("memory_write: summary: ") and "500" in texts[1]
+    assert texts[2].startswith("memory_write: confidence: ") and texts[3] == "memory_write: summary: is required"
+    assert texts[4].startswith("memory_recall: budget: ") and texts[5].startswith("memory_search: limit: ")
+    assert all("NUL byte" in t for t in texts[6:]), texts[6:]
+    assert vault.list() == []
+
+
+def test_the_server_says_it_is_memrepo_of_this_version(vault):
+    import memrepo
+    env = {k: v for k, v in os.environ.items() if k != "MEMREPO_VAULT"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memrepo", "mcp", "--vault", str(vault.root)], env=env)
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                return (await client.initialize()).serverInfo
+    info = asyncio.run(asyncio.wait_for(main(), 60))
+    assert (info.name, info.version) == ("memrepo", memrepo.__version__)

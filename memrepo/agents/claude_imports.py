@@ -16,7 +16,6 @@ bytes that are not UTF-8 named by file and line.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -61,6 +60,7 @@ class ImportResult:
 
 
 def _stable_id(prefix: str, *parts: str) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     return f"{prefix}_{hashlib.sha256(chr(0).join(parts).encode('utf-8')).hexdigest()[:16]}"
 
 

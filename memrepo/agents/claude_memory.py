@@ -41,7 +41,7 @@ class _Calls:
 
     def __init__(self, vault: Vault | str | os.PathLike | None, agent: str | None, session: str | None):
         self.root = _root(vault)
-        self.agent = agent or os.environ.get("MEMREPO_AGENT") or "claude"
+        self.agent = agent or "claude"  # the acting agent is an argument, never read from the environment
         self.session = session
 
     def __call__(self, fn: Callable[[MemoryTool], str]) -> str:

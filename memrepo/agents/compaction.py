@@ -15,7 +15,6 @@ its hooks fire; an empty summary, or any other event, files nothing.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -78,6 +77,7 @@ def summary_of(payload: dict[str, Any]) -> str:
 def file_summary(vault: Vault, summary: str, *, session: str | None, author: str | None = None) -> flushing.FlushResult:
     """File a compaction summary as the session's L1 checkpoint (once per summary)."""
     summary = summary.strip()
+    import hashlib  # here: every command line imports this module through memrepo.api
     cycle = "compact-" + hashlib.sha256(summary.encode("utf-8")).hexdigest()[:12]
     if not summary:
         return flushing.FlushResult(0, cycle, session, reason="nothing to flush")

@@ -7,7 +7,6 @@ in ``.memrepo/evidence/`` (git-ignored), and the caller is told so.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ class Saved:
 
 
 def digest(text: str) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -44,7 +44,7 @@ def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") 
     from memrepo.store import git
     limit = int(vault.config.get("evidence", "max_file_bytes", 1048576))
     saved: dict[str, Saved] = {}
-    files: dict[str, bytes] = {}
+    files: dict[str, bytes | None] = {}
     out = []
     with vault.lock():
         for text in texts:
@@ -68,7 +68,7 @@ def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") 
         if files:
             vault.require_main_checkout()
             message = (f"memrepo: keep {len(files)} evidence file{'s' if len(files) != 1 else ''} ({why})\n\n"
-                       + "".join(f"- {POINTER_PREFIX}{Path(p).stem[:POINTER_HEX]} ({len(b):,} bytes)\n" for p, b in sorted(files.items()))
+                       + "".join(f"- {POINTER_PREFIX}{Path(p).stem[:POINTER_HEX]} ({len(b or b''):,} bytes)\n" for p, b in sorted(files.items()))
                        + f"\nMemrepo-Action: evidence\nMemrepo-Count: {len(files)}\n")
             commit = vault.commit(files=files, message=message).commit
     return out, commit

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -128,6 +127,7 @@ def _slug(text: str) -> str:
 
 
 def _derived_id(entry: Entry) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     digest = hashlib.sha256(f"{entry.file}\0{entry.section}\0{entry.text}".encode()).hexdigest()
     return f"oc_{digest[:16]}"
 
@@ -322,12 +322,12 @@ class ImportResult:
                 "unchanged": self.unchanged, "commit": self.commit}
 
 
-def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None) -> ImportResult:
+def import_openclaw(vault: Vault, workspace: Path, *, author: str | None = None, agent: str | None = None) -> ImportResult:
     """Import an OpenClaw workspace as one commit; entries already imported are skipped, an
     entry edited in place supersedes its previous version."""
     from memrepo.review.writes import build, default_author
     records = read_workspace(workspace)
-    who = author or default_author(vault)
+    who = author or default_author(vault, agent)
     memories = []
     for fields, body in records:
         status = "superseded" if fields.pop("x-openclaw-status", None) == "superseded" else "active"

@@ -1,4 +1,6 @@
-"""The command line: the typer app, rendering, and the entry point git hooks call.
+"""The command line: one way in (``main``), the typer app (``app``, ``commands/``), the resident
+server that answers the per-turn commands warm (``client``, ``server``), and git's hook entry
+point (``hook_entry``).
 
-Nothing is imported here: the hook entry point must not pay for typer.
+Nothing is imported here: the entry point and the hook entry point must not pay for typer.
 """

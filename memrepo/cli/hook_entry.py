@@ -1,25 +1,42 @@
-"""What the installed git hook shims run: the staged check without the command line's start-up.
+"""What the installed git hook shims and the merge driver run: ``python -m memrepo.cli.hook_entry``.
 
-A commit pays for this on every ``git commit``, so it skips typer (the CLI's ``memrepo hook
-pre-commit`` does the same work, for the pre-commit framework and for people).
+A commit pays for this on every ``git commit``, so it skips typer; ``memrepo hook pre-commit``
+(for the pre-commit framework and for people) runs the same :func:`pre_commit`.
 """
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+
+from memrepo import api
+from memrepo.cli import failures
+from memrepo.cli.options import AGENT_ENV
 
 
-def main(argv: list[str] | None = None) -> int:
-    if argv and argv[0] == "merge-driver":  # git's merge driver for memory files (memrepo hooks install)
-        from memrepo.team.merge import merge_files
-        return merge_files(*argv[1:5])
-    from memrepo.cli.commands import hook_pre_commit
-    from memrepo.errors import MemrepoError
+def pre_commit() -> int:
+    """Validate what is staged (git runs hooks at the top of the work tree); 1 refuses the commit."""
+    problems = api.run_pre_commit(Path.cwd(), agent=os.environ.get(AGENT_ENV) or None)
+    if not problems:
+        return 0
+    print("memrepo: commit refused:", file=sys.stderr)
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    print("Fix the files (or 'memrepo validate' to see all), then commit again.", file=sys.stderr)
+    return 1
 
+
+def main(argv: list[str]) -> int:
+    """``pre-commit`` / ``pre-merge-commit`` (the hook shims), ``merge-driver %O %A %B %P`` (git's merge driver)."""
     try:
-        return hook_pre_commit() or 0
-    except MemrepoError as e:
-        print(f"memrepo: {e}", file=sys.stderr)
-        return e.exit_code
+        if argv and argv[0] == "merge-driver":
+            return api.merge_files(*argv[1:5])
+        return pre_commit()
+    except BaseException as e:  # noqa: BLE001 — the command line's one map from a failure to its exit code
+        code = failures.exit_code(e)
+        if code is None:
+            raise
+        return code
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""What the command line prints: errors (text or JSON) and the global options' hoisting.
+"""What the command line prints: a command's result (text or ``--json``), tables for people,
+progress bars, memrepo's warnings. Errors are :mod:`memrepo.cli.failures`'.
 
-One place turns every failure into a message and an exit code (``memrepo.errors`` names the
-codes), so a command only raises; ``--json`` makes the error a JSON object on stdout instead.
+Output goes through :func:`echo`, which writes and flushes as ``typer.echo`` does, so stdout
+and stderr keep their order whoever reads them.
 """
 from __future__ import annotations
 
@@ -9,77 +10,37 @@ import json
 import sys
 from typing import Any
 
-from memrepo.errors import MemrepoError
+
+def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Write ``text`` and flush (stdout, or stderr with ``err``)."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    stream.write(text + ("\n" if nl else ""))
+    stream.flush()
 
 
-def hoist_globals(args: list[str], valued: tuple[str, ...]) -> tuple[bool, list[str], list[str]]:
-    """Global options wherever they stand (before ``--``), as in git and gh: returns whether
-    ``--json`` was given, the ``valued`` options (``--vault X``, ``--vault=X``) to put before
-    the sub-command, and the remaining arguments."""
-    as_json, front, rest = False, [], []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest += args[i:]
-            break
-        if arg == "--json":
-            as_json = True
-        elif arg in valued and i + 1 < len(args):
-            front += [arg, args[i + 1]]
-            i += 1
-        elif arg.startswith(tuple(f"{v}=" for v in valued)):
-            front.append(arg)
-        else:
-            rest.append(arg)
-        i += 1
-    return as_json, front, rest
-
-
-def error_payload(code: str, message: str, problems: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "problems": problems or []}}
-
-
-def report_error(error: MemrepoError, *, as_json: bool) -> int:
-    """Print ``error`` (one line, or one ``path:field: message`` line per problem) and return
-    its exit code; with ``as_json`` the error object goes to stdout and nothing to stderr."""
-    problems = list(getattr(error, "problems", ()) or ())
-    message = str(error)
+def out(data: Any, as_json: bool, text: str | None = None) -> None:
+    """A command's result: ``data`` as one JSON line with ``--json``, else ``text`` (if any)."""
     if as_json:
-        if problems:  # the message is the summary line; the problems are listed apart
-            lines = message.splitlines()
-            message = lines[-1] if len(lines) > len(problems) else f"{len(problems)} problem(s)"
-        emit_json(error_payload(error.code, message, [p.as_dict() for p in problems]))
-    elif problems:
-        for line in message.splitlines():
-            print(line, file=sys.stderr)
-    else:  # one line, even when git's own words (a GitError) run over several
-        print(f"error: {' '.join(line.strip() for line in message.splitlines() if line.strip())}", file=sys.stderr)
-    return error.exit_code
+        echo(json.dumps(data, ensure_ascii=False, indent=None))
+    elif text is not None:
+        echo(text)
 
 
-def report_usage(error: Exception, *, as_json: bool) -> int:
-    """A command-line usage error (typer's parsing): exit 2 (or the error's own code)."""
-    code = int(getattr(error, "exit_code", 2))
-    if as_json:
-        message = error.format_message()  # type: ignore[attr-defined]
-        if type(error).__name__ == "NoArgsIsHelpError":  # the message would be the whole help text
-            message = "no command given; 'memrepo --help' lists the commands"
-        emit_json(error_payload("usage" if code == 2 else "failed", message))
-    else:
-        error.show()  # type: ignore[attr-defined]
-    return code
+def progress(label: str):
+    """A progress callback drawing a bar on a terminal (stderr), None elsewhere."""
+    if not sys.stderr.isatty():
+        return None
 
-
-def report_os_error(error: OSError, *, as_json: bool) -> int:
-    """A file the user named (or the disk) failed us: 3 when it is missing, else 1."""
-    missing = isinstance(error, FileNotFoundError)
-    message = f"{error.strerror or error}{f': {error.filename}' if error.filename else ''}"
-    if as_json:
-        emit_json(error_payload("not_found" if missing else "failed", message))
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return 3 if missing else 1
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+    return show
 
 
 def show_warnings() -> None:
@@ -100,11 +61,6 @@ def show_warnings() -> None:
     show.memrepo_original = original  # type: ignore[attr-defined]
     warnings.showwarning = show
     warnings.simplefilter("always", MemrepoWarning)
-
-
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
 
 
 # ------------------------------------------------------------------ output for people
@@ -150,8 +106,9 @@ def pad(text: str, cells: int) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], *, width: int | None = None) -> str:
-    """Aligned columns under a header, measured in terminal cells; on a terminal the last
-    column is cut with ``…`` to fit its width (piped output keeps every character)."""
+    """Aligned columns under a header, measured in terminal cells; on a terminal every line,
+    the header included, is cut with ``…`` to its width, the last column first (piped output
+    keeps every character)."""
     import shutil
     cells = [[str(c).replace("\n", " ") for c in row] for row in rows]
     widths = [max([display_width(headers[i])] + [display_width(r[i]) for r in cells]) for i in range(len(headers))]
@@ -164,7 +121,8 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
         if width is not None:
             room = max(width - display_width(line) - (2 if line else 0), 8)
             last = truncate(last, room)
-        lines.append(f"{line}  {last}".rstrip() if line else last)
+        joined = f"{line}  {last}".rstrip() if line else last
+        lines.append(truncate(joined, width) if width is not None else joined)
     if colour_allowed():
         lines[0] = f"\033[1m{lines[0]}\033[0m"
     return "\n".join(lines)

@@ -1,7 +1,6 @@
 """Scheduling the nightly run: a crontab line or systemd user units for ``memrepo nightly``."""
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import sys
@@ -38,6 +37,7 @@ def schedule_text(vault: Vault, *, kind: str = "cron", at: str = "03:17") -> dic
 
 
 def _unit_name(vault: Vault) -> str:
+    import hashlib  # here: every command line imports this module through memrepo.api
     return "memrepo-nightly-" + hashlib.sha1(str(vault.root).encode()).hexdigest()[:8]
 
 

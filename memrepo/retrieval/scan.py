@@ -56,6 +56,13 @@ class Looks:
 _LOOKS: weakref.WeakKeyDictionary[Vault, Looks] = weakref.WeakKeyDictionary()
 
 
+def forget(vault: Vault) -> None:
+    """Stop watching ``vault``'s memory folders and forget its last look (this process)."""
+    found = _LOOKS.pop(vault, None)
+    if found is not None and found.watch is not None:
+        found.watch.close()
+
+
 def looks(vault: Vault) -> Looks:
     """This process's :class:`Looks` of ``vault``."""
     found = _LOOKS.get(vault)

@@ -33,8 +33,8 @@ from memrepo.retrieval.warm import inode, stats, warm
 from memrepo.store.vault import Vault
 
 # names callers find here (the API, the CLI, the MCP server), whichever room owns them
-__all__ = ["SEMANTIC_ENV", "catch_up", "make_query", "mark_useful", "read_queries", "rebuild", "reindex", "result_dict",
-           "search", "search_many", "sync", "unavailable_notice", "vector_state"]
+__all__ = ["SEMANTIC_ENV", "catch_up", "make_query", "mark_useful", "read_queries", "rebuild", "reindex", "release",
+           "result_dict", "search", "search_many", "sync", "unavailable_notice", "vector_state", "warm_up"]
 
 
 def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
@@ -128,3 +128,30 @@ def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> 
     s = stats(vault)
     s.mark_useful(memory_id, session=session)
     return s.notice
+
+
+def release(vault: Vault) -> None:
+    """Forget what this process keeps of ``vault`` between searches (its open searcher,
+    statistics, working-tree watch and vectors): a long-lived process that stops serving a
+    vault calls this, so none of its files stays open."""
+    import sys
+
+    from memrepo.retrieval import scan
+    from memrepo.retrieval import warm as kept
+    kept.forget(vault)
+    scan.forget(vault)
+    vectors = sys.modules.get("memrepo.retrieval.vectors")  # loaded only once the semantic layer ran
+    if vectors is not None:
+        vectors.forget(vault.index_dir / "vectors")
+
+
+def warm_up() -> None:
+    """Load what a search will need before it is asked (a process about to answer many):
+    with the semantic layer on, the vectors module and the model."""
+    import os
+
+    from memrepo.retrieval import embed
+    if os.environ.get(SEMANTIC_ENV, "1").strip().lower() not in ("0", "false", "no", "off") and embed.available():
+        from memrepo.retrieval import vectors  # noqa: F401 — imported now, not in the first call
+        embed.model_id()
+        embed.shared(embed.user_cache_dir()).query("warm up")

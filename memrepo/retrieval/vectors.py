@@ -72,6 +72,12 @@ HASH_BYTES = 12            # embed.text_hash's digest
 _RECORD = HASH_BYTES + embed.DIM * 4 + 4   # a record of a build's partial file: hash, vector, CRC-32
 
 
+def forget(directory: Path) -> None:
+    """Drop what this process keeps of the vectors in ``directory`` (a vault it stopped serving)."""
+    _LOADED.pop(Path(directory), None)
+    _META.pop(Path(directory) / "meta.json", None)
+
+
 class VectorsBusy(Exception):
     """Another process is writing the vectors (e.g. building them): search uses keywords."""
 

@@ -56,6 +56,14 @@ def warm(vault: Vault) -> Warm:
     return found
 
 
+def forget(vault: Vault) -> None:
+    """Close what this process keeps of ``vault`` (its searcher, its statistics connection)."""
+    found = _WARM.pop(vault, None)
+    if found is not None:
+        found.index.close()
+        found.stats.close()
+
+
 def index(vault: Vault) -> MemoryIndex:
     """This process's search index of ``vault``."""
     return warm(vault).index

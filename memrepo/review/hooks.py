@@ -66,8 +66,9 @@ def _merging_now() -> str | None:
     return heads[0] if len(heads) == 1 and len(heads[0]) >= 40 else None
 
 
-def run_pre_commit(start: Path) -> list[Problem]:
-    """The pre-commit check for the vault at ``start`` (git runs hooks at the top level)."""
+def run_pre_commit(start: Path, *, agent: str | None = None) -> list[Problem]:
+    """The pre-commit check for the vault at ``start`` (git runs hooks at the top level);
+    ``agent``: the agent committing (a private memory is only its own agent's to write)."""
     from memrepo.review.validate import check_staged
     from memrepo.store.vault import Vault
 
@@ -80,7 +81,7 @@ def run_pre_commit(start: Path) -> list[Problem]:
     if index_file and not os.path.isabs(index_file):
         index_file = str(vault.root / index_file)
     with vault:
-        return check_staged(vault, index_file=index_file, merge_head=merge_head)
+        return check_staged(vault, index_file=index_file, merge_head=merge_head, agent=agent)
 
 
 def _interrupted_message(vault) -> str:

@@ -212,6 +212,19 @@ def fact_history(vault: Vault, subject: str, fact: str) -> list[Version]:
             and _matches(vault, v, subject, fact)]
 
 
+def memory_history(vault: Vault, memory_id: str) -> list[Version]:
+    """Every version of one memory that ever existed on main, oldest first (its removal by a
+    revert or rollback included): what ``memrepo history ID`` shows."""
+    history = git.log_raw(vault.root, vault.main_ref, paths=[_file_glob(memory_id)], reverse=True)
+    if not history:
+        vault.get(memory_id)  # never on main: NotFound, with where it is (a proposal) if anywhere
+    blobs = git.read_blobs(vault.root, [c.new_sha for _entry, changes in history for c in changes if c.status != "D"])
+    name = f"/{memory_id}.md"
+    versions = [_version(entry, c, blobs.get(c.new_sha)) for entry, changes in history for c in changes
+                if ("/" + c.path).endswith(name)]
+    return [v for v in versions if v is not None]
+
+
 def _version(entry: git.LogEntry, change: git.RawChange, data: bytes | None) -> Version | None:
     memory_id = change.path.rsplit("/", 1)[-1][:-3]
     if change.status == "D" or data is None:

@@ -103,8 +103,10 @@ def validate_paths(vault: Vault, paths: Iterable[str | Path]) -> list[Problem]:
     return sorted(set(problems))
 
 
-def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str | None = None) -> list[Problem]:
-    """What the pre-commit hook checks: the staged memory files and every invariant they touch."""
+def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str | None = None,
+                 agent: str | None = None) -> list[Problem]:
+    """What the pre-commit hook checks: the staged memory files and every invariant they touch
+    (``agent``: the one committing, who may write only its own private memories)."""
     head = git.rev_parse(vault.root, "HEAD")
     if head is None:
         return []
@@ -128,7 +130,7 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
             memory, found = check_bytes(ch.path, reader.read(ch.sha))
             problems += found
             if memory is not None:
-                problems += check_scope(memory, owner=vault.owner, agent=os.environ.get("MEMREPO_AGENT") or None)
+                problems += check_scope(memory, owner=vault.owner, agent=agent)
             if memory is not None and isinstance(memory.meta.get("id"), str):
                 rows.append((Row.of(memory), replace(memory, blob=ch.sha)))
     deleted = [r for p in deleted_paths for r in catalog._rows("path=?", (p,))]

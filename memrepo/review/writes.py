@@ -10,7 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
@@ -53,17 +53,14 @@ def summary_from(body: str) -> str:
     return ""
 
 
-AGENT_ENV = "MEMREPO_AGENT"
+def default_author(vault: Vault, agent: str | None = None) -> str:
+    """``$MEMREPO_AUTHOR``, else the acting ``agent``, else git's user."""
+    return os.environ.get("MEMREPO_AUTHOR") or agent or git.identity(vault.root)[0]
 
 
-def default_author(vault: Vault) -> str:
-    """``$MEMREPO_AUTHOR``, else the agent named by ``--agent`` / ``$MEMREPO_AGENT``, else git's user."""
-    return os.environ.get("MEMREPO_AUTHOR") or os.environ.get(AGENT_ENV) or git.identity(vault.root)[0]
-
-
-def refuse_foreign_scope(vault: Vault, memory: Memory) -> None:
+def refuse_foreign_scope(vault: Vault, memory: Memory, agent: str | None) -> None:
     """A private memory is written only into its own agent's private vault, by that agent."""
-    problems = check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
+    problems = check_scope(memory, owner=vault.owner, agent=agent)
     if problems:
         raise InvalidMemory(problems, "nothing was written")
 
@@ -88,18 +85,19 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
     return Memory(meta, body)
 
 
-def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None,
+def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None, agent: str | None = None,
         push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal.
 
+    ``agent`` is the agent acting (the default author; only it may write its private scope).
     ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
     write into a long-term layer, for instance."""
-    memory = build(fields, body, author=author or fields.get("author") or default_author(vault))
+    memory = build(fields, body, author=author or fields.get("author") or default_author(vault, agent))
     _refuse_given_status(fields)
     unwritable = text_problems(memory)
     if unwritable:
         raise InvalidMemory(unwritable, "nothing was written")
-    refuse_foreign_scope(vault, memory)
+    refuse_foreign_scope(vault, memory, agent)
     with vault.lock():
         vault.require_main_checkout()
         return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")))
@@ -266,19 +264,21 @@ def checked(memory: Memory) -> tuple[list[Problem], bytes | None]:
 
 
 def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propose: bool = False,
-                 author: str | None = None, progress: Callable[[int, int], None] | None = None) -> ImportResult:
-    """Import a JSONL file as one commit (or one proposal with ``propose``)."""
+                 author: str | None = None, agent: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Import a JSONL file as one commit (or one proposal with ``propose``); ``agent``: the
+    agent acting (the default author; only it may write its private scope)."""
     from memrepo.review import proposals
 
     vault.require_main_checkout()
-    items, problems = parse_jsonl(Path(path), author=author or default_author(vault))
+    items, problems = parse_jsonl(Path(path), author=author or default_author(vault, agent))
     name = str(path)
     line_of: dict[str, int] = {}
     good: list[Memory] = []
     rendered: dict[str, bytes] = {}  # each good memory's file, written as checked
     for i, (n, memory) in enumerate(items, start=1):
         found, data = checked(memory)
-        found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
+        found += check_scope(memory, owner=vault.owner, agent=agent)
         if memory.path in line_of:
             # The same id (and so the same file) twice in one file: the cross-file check keys
             # rows by path and would never see it, and the second line would overwrite the first.
@@ -363,7 +363,8 @@ def hand_files(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _read_hand_file(vault: Vault, source: Path, *, author: str | None) -> tuple[_HandFile | None, list[Problem]]:
+def _read_hand_file(vault: Vault, source: Path, *, author: str | None,
+                    agent: str | None) -> tuple[_HandFile | None, list[Problem]]:
     from memrepo.store import document
     shown = str(source)
     try:
@@ -380,10 +381,10 @@ def _read_hand_file(vault: Vault, source: Path, *, author: str | None) -> tuple[
             "(it goes to review); other statuses are set by memrepo's own commands"))]
     for key in _DECIDED_HERE:
         meta.pop(key, None)
-    memory = build(meta, parsed.body, author=author or meta.get("author") or default_author(vault))
+    memory = build(meta, parsed.body, author=author or meta.get("author") or default_author(vault, agent))
     review = f"hand-written file {source.name} asks for review (status: pending_review)" if status == "pending_review" else None
     found = checked(memory)[0]
-    found += check_scope(memory, owner=vault.owner, agent=os.environ.get(AGENT_ENV) or None)
+    found += check_scope(memory, owner=vault.owner, agent=agent)
     return _HandFile(shown, source, memory, review), [_named(p, shown) for p in found]
 
 
@@ -392,8 +393,9 @@ def _named(problem: Problem, shown: str) -> Problem:
     return Problem(shown, problem.field, problem.message, problem.line)
 
 
-def add_files(vault: Vault, paths: list[str | os.PathLike], *, skip_invalid: bool = False, author: str | None = None,
-              push: bool = False, remote: str = "origin") -> FilesResult:
+def add_files(vault: Vault, paths: Sequence[str | os.PathLike], *, skip_invalid: bool = False,
+              author: str | None = None, agent: str | None = None, push: bool = False,
+              remote: str = "origin") -> FilesResult:
     """Write hand-written memory files (front matter + body) through the normal write path.
 
     Each file is what ``add`` would write: the same checks, the id refused when the vault or an
@@ -408,7 +410,7 @@ def add_files(vault: Vault, paths: list[str | os.PathLike], *, skip_invalid: boo
     problems: list[Problem] = []
     first_of: dict[str, str] = {}
     for source in sources:
-        item, found = _read_hand_file(vault, source, author=author)
+        item, found = _read_hand_file(vault, source, author=author, agent=agent)
         if item is not None and item.memory.id in first_of:
             found.append(Problem(item.shown, "id", f"{item.memory.id!r} is also the id in {first_of[item.memory.id]}; ids must be unique"))
         problems += found

@@ -8,29 +8,33 @@ the git-ignored ``.memrepo/state/`` and can be deleted at any time: it is rebuil
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import fields
 from pathlib import Path
 from typing import Iterable
 
 from memrepo.errors import Problem
-from memrepo.model import MEMORY_ROOTS, Memory
+from memrepo.model import FIELDS, MEMORY_ROOTS, Memory
 from memrepo.store import document, git
 from memrepo.store.checks import Row
 from memrepo.store.sqlite import open_db
 
-_COLUMNS = ("id", "path", "subject", "fact", "status", "supersedes", "superseded_by", "layer",
-            "risk", "source", "proposal")
-_SCHEMA = """
+# The columns are the fields the field table marks for the catalog (memrepo.model.FIELDS):
+# "key" ones for the invariants (a Row), "listed" ones also for `memrepo list`.
+_FIELDS = tuple(f for f in FIELDS if f.catalog)
+_TABLE = ("path", *(f.name for f in _FIELDS), "blob", "error")
+_ROW = tuple(f.name for f in fields(Row))
+_LISTED = ("id", "path", *(f.name for f in _FIELDS if f.catalog == "listed" and f.name != "id"))
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS memory (
-    path TEXT PRIMARY KEY, id TEXT, subject TEXT, fact TEXT, status TEXT, supersedes TEXT,
-    superseded_by TEXT, layer TEXT, risk TEXT, source TEXT, proposal TEXT,
-    kind TEXT, summary TEXT, created TEXT, blob TEXT, error TEXT, weight REAL);
+    path TEXT PRIMARY KEY, {", ".join(f"{f.name} {'REAL' if f.type == 'number' else 'TEXT'}" for f in _FIELDS)},
+    blob TEXT, error TEXT);
 CREATE INDEX IF NOT EXISTS memory_id ON memory(id);
 CREATE INDEX IF NOT EXISTS memory_fact ON memory(subject, fact, status);
 CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
 CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
 """
-VERSION = "2"  # 2: weight
+VERSION = "3:" + ",".join(_TABLE)  # another set of columns: the catalog is rebuilt from git
 
 
 class Catalog:
@@ -117,7 +121,8 @@ class Catalog:
             raise
 
     def _insert(self, values: list[tuple]) -> None:
-        self.db.executemany(f"INSERT OR REPLACE INTO memory VALUES ({','.join('?' * 17)})", values)
+        self.db.executemany(f"INSERT OR REPLACE INTO memory ({','.join(_TABLE)}) VALUES ({','.join('?' * len(_TABLE))})",
+                            values)
 
     def _replace_all(self, values: list[tuple], commit: str | None) -> None:
         self.db.execute("BEGIN IMMEDIATE")
@@ -142,7 +147,7 @@ class Catalog:
     # -------------------------------------------------------------- reading
 
     def _rows(self, where: str, args: tuple) -> list[Row]:
-        sql = f"SELECT {','.join(_COLUMNS)} FROM memory WHERE {where} AND error IS NULL"
+        sql = f"SELECT {','.join(_ROW)} FROM memory WHERE {where} AND error IS NULL"
         return [Row(*r) for r in self.db.execute(sql, args)]
 
     def with_id(self, memory_id: str) -> list[Row]:
@@ -159,13 +164,15 @@ class Catalog:
         return rows[0].path if rows else None
 
     def query(self, **filters: str | None) -> list[dict]:
-        """Rows matching equal-filters (layer, kind, status, subject, fact), ordered by path."""
+        """Rows matching equal-filters (layer, kind, status, subject, fact), ordered by creation."""
         clauses, args = ["error IS NULL"], []
         for key, value in filters.items():
             if value is not None:
+                if key not in _TABLE:
+                    raise ValueError(f"the catalog has no column {key!r}")
                 clauses.append(f"{key}=?")
                 args.append(value)
-        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source", "weight")
+        cols = _LISTED
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
@@ -179,11 +186,13 @@ class Catalog:
         clauses, args = ["error IS NULL"], []
         for key, value in filters.items():
             if value is not None:
+                if key not in _TABLE:
+                    raise ValueError(f"the catalog has no column {key!r}")
                 clauses.append(f"{key}=?")
                 args.append(value)
         where = " AND ".join(clauses)
         total = self.db.execute(f"SELECT count(*) FROM memory WHERE {where}", args).fetchone()[0]
-        cols = ("id", "path", "layer", "kind", "subject", "fact", "status", "summary", "created", "risk", "source", "weight")
+        cols = _LISTED
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {where} ORDER BY created DESC, path DESC LIMIT ? OFFSET ?"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, [*args, limit, offset])], total
 
@@ -213,20 +222,27 @@ class Catalog:
 
 
 def _memory_values(m: Memory, blob: str | None) -> tuple:
-    g = m.meta.get
-    weight = g("weight")
-    weight = float(weight) if isinstance(weight, int | float) and not isinstance(weight, bool) else None
-    return (m.path, m.id, g("subject"), g("fact"), g("status"), g("supersedes"), g("superseded_by"),
-            g("layer"), g("risk"), g("source"), g("proposal"), g("kind"), g("summary"), g("created"), blob, None, weight)
+    return (m.path, *(_column(f.type, m.meta.get(f.name)) for f in _FIELDS), blob, None)
+
+
+def _column(kind: str, value: object) -> object:
+    """A field's value as its column keeps it (a number that is not one: none)."""
+    if kind == "number":
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return value
+
+
+def _failed(path: str, blob: str, error: str) -> tuple:
+    return (path, *([None] * len(_FIELDS)), blob, error)
 
 
 def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
     if mode == "120000":
-        return (path, None, *([None] * 12), blob, "is a symlink; memories must be regular files", None)
+        return _failed(path, blob, "is a symlink; memories must be regular files")
     try:
         parsed = document.load_bytes(data, path)
     except document.DocumentError as e:
-        return (path, None, *([None] * 12), blob, e.problem.message, None)
+        return _failed(path, blob, e.problem.message)
     if not isinstance(parsed.meta.get("id"), str):
-        return (path, None, *([None] * 12), blob, "has no 'id'", None)
+        return _failed(path, blob, "has no 'id'")
     return _memory_values(Memory(parsed.meta, parsed.body, path), blob)

@@ -13,12 +13,12 @@ from typing import Any, Iterator
 
 import frontmatter
 
+from memrepo.model import FIELDS
+
 # Common field names in other tools, mapped to memrepo's.
 _ALIASES = {"title": "summary", "date": "created", "created_at": "created", "modified": "updated",
             "updated_at": "updated", "type": "x-original-type", "permalink": "x-permalink"}
-_KNOWN = {"id", "layer", "kind", "subject", "fact", "summary", "status", "source", "author", "scope",
-          "session", "tags", "links", "evidence", "affects", "weight", "confidence", "created",
-          "updated", "expires"}
+_KNOWN = {f.name for f in FIELDS if f.foreign}  # the rest is memrepo's own bookkeeping: kept as x-<name>
 
 
 def note_paths(root: Path) -> list[Path]:

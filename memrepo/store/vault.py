@@ -263,9 +263,10 @@ class Vault:
                     meta = document.load_bytes(git.read_blob(self.root, gone[0].old_sha), gone[0].path).meta
                 except document.DocumentError:  # an unreadable old version still has a place in history
                     meta = {}
-                show = (f"memrepo history {meta['subject']} {meta['fact']}" if meta.get("subject") and meta.get("fact")
-                        else f"git show {entry.commit[:12]}")
-                return f"{memory_id} is not on {self.main_branch}: it was reverted in {entry.commit[:12]}: {show}"
+                commit = entry.commit[:12]
+                see = (f"memrepo history {meta['subject']} {meta['fact']} (or memrepo history {memory_id})"
+                       if meta.get("subject") and meta.get("fact") else f"memrepo history {memory_id} or git show {commit}")
+                return f"{memory_id} is not on {self.main_branch}: it was reverted in {commit}: see {see}"
         return None
 
     def find_path(self, memory_id: str, rev: str) -> str | None:

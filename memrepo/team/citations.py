@@ -13,7 +13,6 @@ about, so it stays the same on every clone.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -127,6 +126,7 @@ class Notice:
 
 
 def _number(c: Citation, status: str) -> int:
+    import hashlib  # here: every command line imports this module through memrepo.api
     digest = hashlib.sha1(f"{c.kind}|{c.by}|{c.ref}|{c.cites}|{status}".encode()).hexdigest()
     return int(digest[:8], 16) % 1_000_000
 

@@ -1,9 +1,9 @@
 """Merging memory files by meaning, not by lines (sync and the git merge driver).
 
-Two clones that changed the same memory merge field by field: ``links``, ``evidence``,
-``tags``, ``cites``, ``affects`` and ``reinforced_by`` are unioned, ``weight`` keeps the
-larger value, a field only one side changed takes that side, and a field both changed takes
-the side updated last (a retired status, superseded or archived, wins over ``active``: the
+Two clones that changed the same memory merge field by field, as the field table says
+(``memrepo.model.FIELDS``, ``merge``): the lists (``links``, ``evidence``, ``tags``, ``cites``,
+``affects``, ``reinforced_by``) are unioned, ``weight`` keeps the larger value, a field only one
+side changed takes that side, and a field both changed takes the side updated last (a retired status, superseded or archived, wins over ``active``: the
 memory that replaced it exists on the other side). The result is always one valid file:
 never conflict markers.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrepo.model import Memory
+from memrepo.model import FIELDS, Memory
 
-UNION = ("links", "evidence", "tags", "cites", "affects", "reinforced_by")
-LARGER = ("weight",)
+UNION = tuple(f.name for f in FIELDS if f.merge == "union")
+LARGER = tuple(f.name for f in FIELDS if f.merge == "larger")
 _RETIRED_WITH = {"superseded": ("superseded_by",), "archived": (), "rolled_back": (), "rejected": ()}
 
 

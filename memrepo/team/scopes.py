@@ -13,7 +13,6 @@ private vault, never another agent's.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -22,14 +21,14 @@ from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.review import writes
 from memrepo.store.vault import Vault
 
-AGENT_ENV = writes.AGENT_ENV
 PRIVATE_DIR = ".memrepo/private"
 AGENT_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
 
-def current_agent(explicit: str | None = None) -> str | None:
-    """The agent named by ``--agent`` (``explicit``) or ``$MEMREPO_AGENT``; None when unnamed."""
-    agent = explicit or os.environ.get(AGENT_ENV) or None
+def current_agent(agent: str | None = None) -> str | None:
+    """The acting agent's name, checked (None or "" when no agent is named: None). The library
+    never reads it from the environment: the command line passes ``--agent`` or ``$MEMREPO_AGENT``."""
+    agent = agent or None
     if agent is not None and (not AGENT_RE.match(agent) or agent.startswith(".")):
         raise UsageError(f"agent name {agent!r} is not valid: use letters, digits, '_', '.', '@' or '-' (at most 64)")
     return agent
@@ -38,7 +37,7 @@ def current_agent(explicit: str | None = None) -> str | None:
 def require_agent(agent: str | None, what: str) -> str:
     agent = current_agent(agent)
     if agent is None:
-        raise UsageError(f"{what} needs an agent: pass --agent NAME (before or after the command) or set {AGENT_ENV}")
+        raise UsageError(f"{what} needs an agent: pass --agent NAME (before or after the command) or set MEMREPO_AGENT")
     return agent
 
 
@@ -105,8 +104,8 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | No
         private = private_vault(vault, name, create=True)
         assert private is not None
         with private:
-            return writes.add(private, fields, body, author=options.pop("author", None) or name, **options)
-    return writes.add(vault, fields, body, **options)
+            return writes.add(private, fields, body, author=options.pop("author", None) or name, agent=agent, **options)
+    return writes.add(vault, fields, body, agent=agent, **options)
 
 
 def visible_vaults(vault: Vault, agent: str | None = None) -> list[Vault]:

@@ -66,11 +66,14 @@ def install_driver(vault: Vault, python: str | None = None) -> list[str]:
 
 
 def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> SyncResult:
-    """Fetch, integrate, re-check, push; retried from a fresh fetch when the push is rejected."""
+    """Fetch, integrate, re-check, push; retried from a fresh fetch when the push is rejected.
+    The merge driver is installed first, so a plain ``git pull`` in this clone merges memory
+    files by meaning too."""
     if vault.owner is not None:
         raise UsageError(f"{vault.root} is the private vault of {vault.owner}: private memories are never synced")
     if remote not in git.remotes(vault.root):
         raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
+    install_driver(vault)
     result = SyncResult(remote, before=vault.head())
     main = vault.main_branch
     for attempt in range(1, attempts + 1):
@@ -222,9 +225,10 @@ class _Merge:
         for mid, changes in _by_id(theirs_ch).items():
             if mid not in ours_by_id:
                 for ch in changes:
-                    self.files[ch.path] = None if ch.status == "D" else self._bytes(ch.sha)
-                    if ch.status != "D":
-                        self.written[mid] = self._memory(ch.path, self.files[ch.path])
+                    data = None if ch.status == "D" else self._bytes(ch.sha)
+                    self.files[ch.path] = data
+                    if data is not None:
+                        self.written[mid] = self._memory(ch.path, data)
                 continue
             mine, other = _version(ours_by_id[mid]), _version(changes)
             if mine == other:
@@ -270,7 +274,7 @@ class _Merge:
 
     def _facts(self) -> list[tuple[Memory, Memory, str]]:
         """Two active values for one (subject, fact): the arbitration policy picks one."""
-        conflicts = []
+        conflicts: list[tuple[Memory, Memory, str]] = []
         for _round in range(50):
             clash = self._next_clash()
             if clash is None:
@@ -288,12 +292,13 @@ class _Merge:
                 continue
             rows = view.active_for(*memory.key)
             if len(rows) > 1:
-                pair = [self._current(r.id) for r in rows[:2]]
-                if all(pair):
-                    return pair[0], pair[1]
+                first, second = (self._current(r.id) for r in rows[:2])
+                if first is not None and second is not None:
+                    return first, second
         return None
 
     def _resolve(self, a: Memory, b: Memory) -> tuple[Memory, Memory, str] | None:
+        assert a.key is not None  # a clash is between two active values of one fact
         subject, fact = a.key
         policy = propose.policy_for(self.vault, subject, fact)
         high = {a.meta.get("kind"), b.meta.get("kind")} & set(self.vault.config.get("risk", "high_kinds", ()))

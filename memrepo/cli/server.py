@@ -1,17 +1,35 @@
-"""The background server's side of :mod:`memrepo.cli.daemon`: one process per user and code
-stamp, answering ``search``, ``recall``, ``context`` and ``add`` calls one at a time with the caller's
-working directory, environment, umask and file descriptors 0-2, and keeping the vaults it
-opened warm between calls. Started by the client as ``python -P -m memrepo.cli.resident
-SOCKET STAMP``; it exits when idle, when its code changes and when its socket file goes.
+"""The resident server: the other end of :mod:`memrepo.cli.client`.
+
+One process per user, install and environment (the code stamp), answering the per-turn
+commands (``options.PER_TURN``) one at a time with the caller's working directory, environment,
+umask and file descriptors 0-2, through the same typer app a process would run
+(:func:`memrepo.cli.app.main`), and keeping a few vaults warm between calls. Started by the
+client as ``python -P -m memrepo.cli.server SOCKET STAMP``; it exits when idle, when its code
+changes and when its socket file goes.
 """
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import time
+from typing import Any
 
-from memrepo.cli.daemon import BUSY_WAIT, IDLE_DEFAULT, IDLE_ENV, Receiver, listening, peer, send, stamp
+from memrepo import api
+from memrepo.cli.client import (
+    BUSY_WAIT,
+    IDLE_DEFAULT,
+    IDLE_ENV,
+    Receiver,
+    environment,
+    listening,
+    package,
+    peer,
+    send,
+    stamp,
+)
 
-MAX_VAULTS = 8
+MAX_VAULTS = 4  # kept open between calls, least recently used closed first
 
 
 class _Stop(Exception):
@@ -23,49 +41,71 @@ class _Terminated(BaseException):
 
 
 class Vaults:
-    """The vaults a server keeps open between calls, by root (at most MAX_VAULTS, least
-    recently used closed first). Each call finds its vault as a new process would (and
-    finishes a write a killed process left); a vault removed and made again is opened anew."""
+    """The vaults a server keeps open between calls, by root: at most MAX_VAULTS (the least
+    recently used is closed first), and none whose folder is gone or was replaced (a vault
+    removed and made again is opened anew). Each call finds its vault as a new process would
+    (and finishes a write a killed process left). A vault let go is released whole: its
+    catalog, index searcher, statistics and vectors, so no file of it stays open."""
 
-    def __init__(self):
-        self._open: dict = {}
+    def __init__(self) -> None:
+        self._open: dict[Any, tuple[api.Vault, tuple | None]] = {}
 
-    def open(self, explicit: str | None):
-        from memrepo.store.vault import MARKER, Vault, find_root
-        root = find_root(None, explicit)
-        try:
-            mark = (os.stat(root / MARKER).st_ino, os.stat(root / ".git").st_ino)
-        except OSError:
-            mark = None
+    def open(self, explicit: str | None) -> _Kept:
+        root = api.find_root(None, explicit)
+        self.sweep()
         vault, known = self._open.pop(root, (None, None))
+        mark = _mark(root)
         if vault is not None and known != mark:
-            vault.close()
+            _release(vault)
             vault = None
         if vault is None:
-            vault = Vault(root)
+            vault = api.Vault(root)
         self._open[root] = (vault, mark)
         while len(self._open) > MAX_VAULTS:
-            self._open.pop(next(iter(self._open)))[0].close()
+            _release(self._open.pop(next(iter(self._open)))[0])
         vault.refresh()
         vault.recover_if_interrupted()
         return _Kept(vault)
 
+    def sweep(self) -> None:
+        """Let go of every vault whose folder is gone or is another folder now."""
+        for root, (vault, mark) in list(self._open.items()):
+            if _mark(root) != mark:
+                del self._open[root]
+                _release(vault)
+
+    def roots(self) -> list[str]:
+        return [str(root) for root in self._open]
+
     def close(self) -> None:
         for vault, _ in self._open.values():
-            vault.close()
+            _release(vault)
         self._open.clear()
+
+
+def _mark(root) -> tuple | None:
+    """The identity of a vault's folder and its repository (None when either is gone)."""
+    try:
+        return os.stat(root).st_ino, os.stat(os.path.join(root, ".git")).st_ino
+    except OSError:
+        return None
+
+
+def _release(vault: api.Vault) -> None:
+    api.release(vault)
+    vault.close()
 
 
 class _Kept:
     """A kept vault as ``with`` gives it to a command: left open afterwards."""
 
-    def __init__(self, vault):
+    def __init__(self, vault: api.Vault):
         self.vault = vault
 
-    def __enter__(self):
+    def __enter__(self) -> api.Vault:
         return self.vault
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
 
@@ -73,23 +113,21 @@ class Server:
     """One server: a listening socket and the state it keeps warm."""
 
     def __init__(self, path: str, code_stamp: str):
-        import time
         self.path, self.stamp = path, code_stamp
         self.vaults = Vaults()
         self.requests = 0   # calls answered
-        self.fallbacks = 0  # calls handed back to run in-process (typer's usage errors)
+        self.fallbacks = 0  # calls handed back to run in-process (the caller's folder was gone)
         self.started = time.time()
-        self.last = time.monotonic()
+        self.last = time.monotonic()  # the end of the last call (a status or stop is not a call)
         self.idle = _idle_setting()
         self.in_call = False
         self.terminating = False  # SIGTERM during a call: exit once it is done (a write is never cut)
-        self.sock = None
-        self.inode = None
+        self.sock: socket.socket | None = None
+        self.inode: int | None = None
 
     def listen(self) -> None:
         """Bind a temporary name, then rename it over the socket path (replacing a dead
         server's file); a live server already there wins and this one gives up."""
-        import socket
         if listening(self.path):
             raise _Stop
         tmp = os.path.join(os.path.dirname(self.path), f"t{os.getpid()}.tmp")
@@ -111,24 +149,28 @@ class Server:
             return False
 
     def loop(self) -> None:
-        import time
+        assert self.sock is not None
         self.sock.settimeout(1.0)
         try:
             while True:
                 try:
                     conn, _ = self.sock.accept()
                 except TimeoutError:
-                    if not self.mine() or stamp() != self.stamp or time.monotonic() - self.last >= self.idle:
+                    if not self.mine() or stamp() != self.stamp or self.idle_too_long():
                         return
+                    self.vaults.sweep()
                     continue
-                self.handle(conn)
-                self.last = time.monotonic()
-                if self.terminating:
+                if self.handle(conn):
+                    self.last = time.monotonic()
+                if self.terminating or self.idle_too_long():  # (asked for its status, it still exits)
                     return
         except _Stop:
             return
         finally:
             self.shut()
+
+    def idle_too_long(self) -> bool:
+        return time.monotonic() - self.last >= self.idle
 
     def shut(self) -> None:
         """Remove the socket file (if still ours), answer the calls already queued, close."""
@@ -154,21 +196,22 @@ class Server:
         self.vaults.close()
 
     def status(self) -> dict:
-        import time
+        times = os.times()
         return {"pid": os.getpid(), "socket": self.path, "requests": self.requests, "fallbacks": self.fallbacks,
                 "started": round(self.started, 3), "idle_seconds": round(time.monotonic() - self.last, 3),
                 "cpu_seconds": round(time.process_time(), 6),  # its own, and its finished git processes':
-                "children_cpu_seconds": round(os.times().children_user + os.times().children_system, 6),
-                "idle_exit": self.idle, "python": sys.executable,
-                "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+                "children_cpu_seconds": round(times.children_user + times.children_system, 6),
+                "idle_exit": self.idle, "package": package(), "environment": environment(),
+                "python": sys.executable, "vaults": self.vaults.roots()}
 
-    def handle(self, conn) -> None:
+    def handle(self, conn: socket.socket) -> bool:
+        """Answer one connection; True when it was a call (which resets the idle timer)."""
         fds: list[int] = []
         try:
             with conn:
                 _pid, uid = peer(conn)
                 if uid != os.getuid():
-                    return
+                    return False
                 conn.settimeout(10.0)
                 receiver = Receiver(conn)
                 request, _ = receiver.receive()
@@ -179,15 +222,15 @@ class Server:
                 elif op == "stop":
                     send(conn, self.status())
                     raise _Stop
-                elif op == "run":
+                elif op == "run" and request is not None:
                     if request.get("stamp") != self.stamp:
                         send(conn, {"stale": True})
-                        return
+                        return False
                     send(conn, {"ready": True})
                     conn.settimeout(BUSY_WAIT + 10.0)
                     go, fds = receiver.receive(max_fds=3)
                     if not go or not go.get("go") or len(fds) != 3:
-                        return  # the client stopped waiting and runs the call itself
+                        return False  # the client stopped waiting and runs the call itself
                     conn.settimeout(None)
                     code = self.run(request, fds)
                     if code is None:
@@ -195,17 +238,18 @@ class Server:
                     else:
                         self.requests += 1
                     send(conn, {"fallback": True} if code is None else {"code": code})
+                    return True
         except (OSError, ValueError, EOFError, KeyError, TypeError):
-            return  # the client went away or sent something else: nothing to answer
+            return False  # the client went away or sent something else: nothing to answer
         finally:
             for fd in fds:
                 os.close(fd)
+        return False
 
     def run(self, request: dict, fds: list[int]) -> int | None:
-        """One call, with the caller's working directory, environment, umask and fds 0-2."""
-        import time
-
-        from memrepo.cli import commands, fast
+        """One call, with the caller's working directory, environment, umask and fds 0-2;
+        None when it must run in the caller's process (its folder is gone)."""
+        from memrepo.cli import app, call
         saved = [os.dup(i) for i in range(3)]
         streams, env, argv = (sys.stdin, sys.stdout, sys.stderr), dict(os.environ), sys.argv
         umask = os.umask(request["umask"])
@@ -222,10 +266,10 @@ class Server:
             sys.argv = request["argv"]
             sys.stdin, sys.stdout, sys.stderr = (_stream(i, spec) for i, spec in enumerate(request["stdio"]))
             forget_per_call_state()
-            commands.state.vaults = self.vaults
+            call.state.vaults = self.vaults
             self.in_call = True
             try:
-                code = fast.run(request["argv"][1:])
+                code = app.main(request["argv"][1:])
             finally:
                 self.in_call = False
         except KeyboardInterrupt:
@@ -237,7 +281,7 @@ class Server:
             traceback.print_exc()
             code = 1
         finally:
-            commands.state.vaults = None
+            call.state.vaults = None
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
@@ -275,7 +319,6 @@ def _idle_setting() -> float:
 
 
 def _replace_environ(env: dict[str, str]) -> None:
-    import time
     for key in [k for k in os.environ if k not in env]:
         del os.environ[key]
     for key, value in env.items():
@@ -290,7 +333,7 @@ def _stream(fd: int, spec: list):
     import io
     encoding, errors, line_buffering, write_through = spec
     raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
-    buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+    buffered: io.BufferedIOBase = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
     return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
                             line_buffering=line_buffering, write_through=write_through)
 
@@ -298,27 +341,16 @@ def _stream(fd: int, spec: list):
 def forget_per_call_state() -> None:
     """Caches a new process would not have, which depend on the environment or on files that
     may have changed since the last call: git's identity and paths, tempfile's folder."""
-    git = sys.modules.get("memrepo.store.git")
-    if git is not None:
-        for cached in (git.identity, git.git_path, git.common_dir):
-            cached.cache_clear()
-    tempfile = sys.modules.get("tempfile")
-    if tempfile is not None:
-        tempfile.tempdir = None
+    api.forget_process_caches()
 
 
 def warm_up() -> None:
-    """Import what the served commands use, before listening (the calls meanwhile run in-process)."""
-    import importlib
-    for name in ("memrepo.cli.fast", "memrepo.cli.commands", "memrepo.cli.output", "memrepo.store.vault",
-                 "memrepo.retrieval.search", "memrepo.agents.recall", "memrepo.agents.context",
-                 "memrepo.agents.transcript", "memrepo.team.scopes", "memrepo.review.writes"):
-        importlib.import_module(name)
-    from memrepo.retrieval import embed, search
-    if os.environ.get(search.SEMANTIC_ENV, "1").strip().lower() not in ("0", "false", "no", "off") and embed.available():
-        importlib.import_module("memrepo.retrieval.vectors")
-        embed.model_id()
-        embed.shared(embed.user_cache_dir()).query("warm up")
+    """Build what the per-turn commands use before listening (the calls meanwhile run in-process):
+    the typer app with those commands, and the model with the semantic layer on."""
+    from memrepo.cli import app, options
+    for name in options.PER_TURN:
+        app.command_for(name)
+    api.warm_up()
 
 
 def serve(path: str, code_stamp: str) -> int:
@@ -360,5 +392,5 @@ def _discard(path: str) -> None:
 
 
 if __name__ == "__main__":
-    from memrepo.cli import resident  # the importable module, not this __main__ copy
-    sys.exit(resident.serve(sys.argv[1], sys.argv[2]))
+    from memrepo.cli import server as module  # the importable module, not this __main__ copy
+    sys.exit(module.serve(sys.argv[1], sys.argv[2]))

@@ -1,4 +1,4 @@
-"""``memrepo check``: the vault's recall checks (memory CI) — add, list, run, and the forge workflow.
+"""Recall checks (memory CI): ``check add``, ``list``, ``run`` and the forge ``workflow``.
 
 Glue only: each command calls one :mod:`memrepo.api` function and renders what it returns.
 ``check run`` exits 1 when a check that passes on the base fails on the version checked (or,
@@ -6,23 +6,25 @@ without a base, when any check fails), so a CI job fails on a regression.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
-from memrepo.cli.commands import out, vault
+from memrepo import api
+from memrepo.cli import call, params
+from memrepo.cli.output import echo, out, table
+from memrepo.errors import UsageError
 
-JsonOpt = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
+JsonOpt = params.JSON
+_examples = params.examples
+vault = call.vault
 
-
-def _examples(*lines: str) -> str:
-    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
-
-
+app = typer.Typer()
 check_app = typer.Typer(help="Recall checks: questions the agent must still answer from memory after a change (memory CI).",
                         rich_markup_mode=None, no_args_is_help=True,
                         epilog=_examples("memrepo check add \"can we auto publish releases?\" --expect mem_20261201_7k3p9x",
                                          "memrepo check run --ref prop_20261201_ab12cd"))
+app.add_typer(check_app, name="check")
 
 
 @check_app.command("add", epilog=_examples(
@@ -38,7 +40,6 @@ def check_add(question: str = typer.Argument(..., metavar="QUESTION", help="What
               file: str = typer.Option("checks/recall.yaml", "--file", help="The checks file to add it to (under checks/)."),
               as_json: bool = JsonOpt):
     """Add a recall check (one commit on main) and say whether it passes now."""
-    from memrepo import api
     with vault() as v:
         added = api.add_check(v, question, expect=expect, top=top, by_fact=by_fact, must_not=must_not, intent=intent,
                               check_id=check_id, file=file)
@@ -52,8 +53,6 @@ def check_add(question: str = typer.Argument(..., metavar="QUESTION", help="What
 def check_list(ref: Optional[str] = typer.Option(None, "--ref", help="Version to read them from: a commit, branch or proposal (default: main)."),
                as_json: bool = JsonOpt):
     """List the recall checks: id, question, expected memory, rank to reach, file and line."""
-    from memrepo import api
-    from memrepo.cli.output import table
     with vault() as v:
         checks = api.list_checks(v, ref)
     rows = [[c.name, c.expect_label(), str(c.top), f"{c.file}:{c.line}", c.question] for c in checks]
@@ -68,17 +67,15 @@ def check_run(ref: str = typer.Option("HEAD", "--ref", help="Version to check: a
               against: Optional[str] = typer.Option(None, "--against", help="Compare with this version (default for a proposal: main); exit 1 only for checks that pass there and fail on --ref."),
               as_json: bool = JsonOpt):
     """Run the recall checks on a version of the vault (and a base): exit 0 nothing regressed, 1 a check regressed."""
-    from memrepo import api
     with vault() as v:
         run = api.run_checks(v, ref, against=against)
     if run.semantic in ("building", "unavailable") and not as_json:
-        typer.echo(f"notice: semantic search {run.semantic}: the checks ranked by keywords only", err=True)
+        echo(f"notice: semantic search {run.semantic}: the checks ranked by keywords only", err=True)
     out(run.as_dict(), as_json, _run_text(run))
     raise typer.Exit(0 if run.ok else 1)
 
 
-def _run_text(run) -> str:
-    from memrepo.cli.output import table
+def _run_text(run: Any) -> str:
     if not run.results:
         return "no recall checks in " + run.label() + " (add one: memrepo check add QUESTION --expect ID)"
     if run.against:
@@ -95,11 +92,11 @@ def _run_text(run) -> str:
     return "\n".join(lines)
 
 
-def _rank(outcome, check) -> str:
+def _rank(outcome: Any, check: Any) -> str:
     return outcome.text(expects=bool(check.expect_id or check.expect_fact)) if outcome else ""
 
 
-def _expect(check) -> str:
+def _expect(check: Any) -> str:
     return (f"{check.expect_label()} top {check.top}" if check.expect_id or check.expect_fact else
             f"not {', '.join(check.must_not)} in top {check.top}")
 
@@ -110,8 +107,6 @@ def check_workflow(github: bool = typer.Option(False, "--github", help="GitHub A
                    show: bool = typer.Option(False, "--print", help="Print the file instead of committing it."),
                    as_json: bool = JsonOpt):
     """Commit a forge workflow that validates the vault and runs the recall checks on every pull request."""
-    from memrepo import api
-    from memrepo.errors import UsageError
     if github == gitlab:
         raise UsageError("give one of --github or --gitlab")
     forge = "github" if github else "gitlab"

@@ -1,39 +1,40 @@
-"""A resident process that answers the per-turn commands warm: ``search``, ``recall``, ``context``, ``add``.
+"""The client of the resident server, which answers the per-turn commands warm, and its controls.
 
 A new process pays, on every call, for the interpreter, the imports (numpy and the vectors
 module with the semantic layer on), the model, the index's searcher and the catalog; a process
 that stays up pays for them once (the MCP server already works this way). So the console entry
-point (:func:`memrepo.cli.fast.main`) first asks a per-user background server over a unix
-socket (:func:`call`) and, when none answers, runs the call in-process as before and then
-starts one (:func:`start`), so the next call is warm.
+point (:mod:`memrepo.cli.main`) first offers a per-turn command (``options.PER_TURN``) to a
+per-user background server over a unix socket (:func:`call`) and, when none answers, runs the
+call in-process and then starts one (:func:`start`), so the next call is warm.
 
 This module is the client, the wire format and the controls (``memrepo daemon``); the server
-is :mod:`memrepo.cli.resident`. The client sends its argv, working directory, whole
-environment, umask and how its Python set up stdin/stdout/stderr, and passes its file
-descriptors 0, 1 and 2 (``SCM_RIGHTS``): the server
-reads the caller's stdin and writes straight to its stdout and stderr, so terminal detection,
-``NO_COLOR``, pipes and ``| head`` behave as in-process. The server serves one call at a time
-(the working directory, the environment and fds 0-2 are process-wide), runs it with the fast
-path's own :func:`memrepo.cli.fast.run` and replies with the exit code; a command line the fast
-path leaves to typer comes back as "fallback" and the client runs it in-process. Per call the
-server forgets every cache that depends on the environment (git's identity, the vault's
-configuration, tempfile's directory, the time zone); it keeps the model loaded and the vaults
-it opened, with their catalog and index searcher, which catch up with git on every call as the
-MCP server's do. A write (``add``) takes the vault's lock as in-process; a server stopped with
-SIGTERM finishes the call under way first.
+is :mod:`memrepo.cli.server`. The client sends its argv, working directory, whole environment,
+umask and how its Python set up stdin/stdout/stderr, and passes its file descriptors 0, 1 and 2
+(``SCM_RIGHTS``): the server reads the caller's stdin and writes straight to its stdout and
+stderr, so terminal detection, ``NO_COLOR``, pipes and ``| head`` behave as in-process. The
+server serves one call at a time (the working directory, the environment and fds 0-2 are
+process-wide), runs it with the same typer app (:func:`memrepo.cli.app.main`) and replies with
+the exit code. Per call the server forgets every cache that depends on the environment (git's
+identity, the vault's configuration, tempfile's directory, the time zone); it keeps the model
+loaded and a few vaults open, with their catalog and index searcher, which catch up with git on
+every call as the MCP server's do. A write (``add``) takes the vault's lock as in-process; a
+server stopped with SIGTERM finishes the call under way first.
 
-The socket's name carries a stamp of the code (the interpreter, the package's folder and the
-modification times of its files, the interpreter's flags and encodings), so an edited or
-reinstalled memrepo never talks to an old server; a server exits when its code changes, when its socket
-file is removed or replaced, and after ``MEMREPO_DAEMON_IDLE`` seconds (600) without a call.
-``MEMREPO_DAEMON=0`` turns all of it off. The client imports only cheap standard modules.
+The socket's name carries a stamp of the code and its environment (the interpreter, the
+package's folder and the modification times of its files, the interpreter's flags and
+encodings), so an edited or reinstalled memrepo never talks to an old server: there is one
+server per install and environment. A server exits when its code changes, when its socket file
+is removed or replaced, and after ``MEMREPO_DAEMON_IDLE`` seconds (600) without a call (asking
+its status is not a call). ``MEMREPO_DAEMON=0`` turns all of it off. The client imports only
+cheap standard modules.
 """
 from __future__ import annotations
 
 import os
 import sys
 
-COMMANDS = ("search", "recall", "context", "add")
+from memrepo.cli.options import PER_TURN, hoist_globals
+
 WRITES = ("add",)  # killed during one of these, the call may or may not have written
 ENV = "MEMREPO_DAEMON"
 IDLE_ENV = "MEMREPO_DAEMON_IDLE"
@@ -61,19 +62,11 @@ def enabled() -> bool:
 
 
 def eligible(argv: list[str]) -> str | None:
-    """The command (one of COMMANDS) when the server may answer ``argv``, else None (a cheap
-    look: the server's fast path parses the whole line and hands back anything it does not take)."""
+    """The per-turn command ``argv`` names when the server may answer it, else None."""
     if not enabled() or "--" in argv or "--help" in argv or any(k.startswith("_MEMREPO_COMPLETE") for k in os.environ):
         return None
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--vault", "--agent"):
-            skip = True
-        elif arg != "--json" and not arg.startswith(("--vault=", "--agent=")):
-            return arg if arg in COMMANDS else None
-    return None
+    rest = hoist_globals(argv)[2]
+    return rest[0] if rest and rest[0] in PER_TURN else None
 
 
 def runtime_dir(*, create: bool = False) -> str | None:
@@ -99,14 +92,29 @@ def runtime_dir(*, create: bool = False) -> str | None:
     return path
 
 
-def stamp() -> str:
-    """What must match between a client and the server it talks to: the interpreter, the
-    package's folder and the modification times of its files, the installed packages' folders,
-    the flags and encodings the interpreter started with, and the user."""
+def package() -> str:
+    """This install: the folder of the memrepo package the client runs from."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+_FLAGS = ("optimize", "dont_write_bytecode", "ignore_environment", "no_user_site", "isolated", "bytes_warning",
+          "dev_mode", "utf8_mode", "warn_default_encoding")
+
+
+def environment() -> dict:
+    """What besides the install a server must share with its clients: the interpreter, the
+    flags it started with (those set), the file-system and locale encodings."""
     import _locale
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {"python": sys.executable, "flags": {name: getattr(sys.flags, name) for name in _FLAGS if getattr(sys.flags, name)},
+            "filesystem_encoding": sys.getfilesystemencoding(), "locale_encoding": _locale.getencoding()}
+
+
+def stamp() -> str:
+    """What must match between a client and the server it talks to: the install (the
+    package's folder and the modification times of its files, the installed packages'
+    folders), the environment (:func:`environment`) and the user."""
     files, mtimes = 0, 0  # any file or folder touched, added or removed changes one of them
-    folders = [package]
+    folders = [package()]
     while folders:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:
@@ -124,11 +132,9 @@ def stamp() -> str:
                 site.append([p, os.stat(p).st_mtime_ns])
             except OSError:
                 pass
-    f = sys.flags
-    flags = [f.optimize, f.dont_write_bytecode, f.ignore_environment, f.no_user_site, f.isolated,
-             f.bytes_warning, f.dev_mode, f.utf8_mode, f.warn_default_encoding]
-    return repr([sys.executable, package, files, mtimes, site, flags, sys.getfilesystemencoding(),
-                 _locale.getencoding(), os.getuid()])
+    env = environment()
+    return repr([env["python"], package(), files, mtimes, site, sorted(env["flags"].items()),
+                 env["filesystem_encoding"], env["locale_encoding"], os.getuid()])
 
 
 def socket_path(code_stamp: str | None = None, *, create: bool = False) -> str | None:
@@ -165,7 +171,7 @@ def call(argv: list[str], command: str = "") -> int | str:
         os.umask(umask)
         request = {"op": "run", "stamp": code_stamp, "argv": [sys.argv[0] if sys.argv else "memrepo", *argv],
                    "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-                   "stdio": [[s.encoding, s.errors, s.line_buffering, s.write_through]
+                   "stdio": [[s.encoding, s.errors, s.line_buffering, getattr(s, "write_through", False)]
                              for s in (sys.stdin, sys.stdout, sys.stderr)]}
         try:
             send(conn, request)
@@ -348,40 +354,51 @@ def _claim(marker: str) -> bool:
 
 
 def _spawn(path: str, code_stamp: str) -> None:
-    import subprocess
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
-    args = [arg for arg in subprocess._args_from_interpreter_flags() if arg != "-P"]
+    """Start the server detached, with this interpreter's flags (the library's one starter of
+    child processes; the call that starts it has already imported the library)."""
+    from memrepo import api
     try:
-        subprocess.Popen([sys.executable, *args, "-P", "-m", "memrepo.cli.resident", path, code_stamp],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         cwd="/", env=env, start_new_session=True, close_fds=True)
+        api.start_detached("-m", "memrepo.cli.server", path, code_stamp, interpreter_flags=True, cwd="/")
     except OSError:
         os.unlink(path + ".start")
 
 
-def servers() -> list[str]:
-    """The sockets in the runtime folder (servers of this code and of older code)."""
+def sockets() -> list[str]:
+    """The sockets in the runtime folder: this user's servers, of every install and environment."""
     folder = runtime_dir()
     if folder is None:
         return []
     return sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".sock"))
 
 
-def stop(*, timeout: float = 5.0) -> list[dict]:
-    """Stop every server of this user (this code's and older ones); their status as they stopped."""
+def servers() -> list[dict]:
+    """The status of every server of this user (its install, environment, calls, idle time);
+    asking does not count as a call, so it keeps no server alive."""
+    found = []
+    for path in sockets():
+        status = ask("status", path)
+        if status is not None:
+            found.append({**status, "socket": path, "this_install": status.get("package") == package()})
+    return found
+
+
+def stop(*, every_install: bool = False, timeout: float = 5.0) -> list[dict]:
+    """Stop this install's servers (every environment's; with ``every_install``, every server
+    of this user); their status as they stopped. A socket nobody listens at is removed."""
     import signal
     import time
     stopped = []
-    for path in servers():
-        status = ask("stop", path)
+    for path in sockets():
+        status = ask("status", path)
         if status is None:
             try:
                 os.unlink(path)  # nobody listens: a killed server's socket
             except OSError:
                 pass
             continue
+        if not every_install and status.get("package") != package():
+            continue
+        status = ask("stop", path) or status
         deadline = time.monotonic() + timeout
         while _alive(status["pid"]) and time.monotonic() < deadline:
             time.sleep(0.02)
