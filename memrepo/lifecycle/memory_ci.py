@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import stat
 import tempfile
 import time
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from memrepo.errors import Conflict, InvalidData, MemrepoError, NotFound, UsageError
+from memrepo.errors import Conflict, InvalidData, NotFound, UsageError
 from memrepo.model import MEMORY_ROOTS
 from memrepo.store import git
 from memrepo.store.recall_checks import DEFAULT_FILE, DEFAULT_TOP, RecallCheck, append, load_rev, parse
@@ -242,10 +241,11 @@ def run_checks(vault: Vault, ref: str = "HEAD", *, against: str | None = None, m
     parent = _scratch_parent(vault)
     try:
         outcomes_before, outcomes_after, semantic = _answer_all(vault, parent, before, after, checks)
-    except (OSError, MemrepoError, sqlite3.Error):
+    except Exception:   # git, the index, SQLite or numpy out of room: each fails its own way
         if parent is None:
             raise
-        # the memory filesystem is a speed-up only: filled up since its room was checked, the disk takes the run
+        # the memory filesystem is a speed-up only: filled up since its room was checked, the disk
+        # takes the run (a failure that is not about room fails there again, as it would have)
         outcomes_before, outcomes_after, semantic = _answer_all(vault, None, before, after, checks)
     results = tuple(CheckResult(c, a, b) for c, a, b in zip(checks, outcomes_after, outcomes_before))
     return replace(run, results=results, semantic=semantic)
