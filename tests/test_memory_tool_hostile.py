@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import cli, git
+from conftest import cli
 
 pytest.importorskip("anthropic", reason="the Anthropic SDK is the 'claude' extra: run 'make install-test'")
 
@@ -101,13 +101,3 @@ def test_a_move_into_review_names_each_memory_once(vault):
     assert listed.stdout.count(proposal.ids[0]) == 1
     api.apply(vault, proposal.id)
     assert sorted(memory_tool.files(vault)) == ["L3/notes/a.md", "L3/notes/b.md"]
-
-
-def test_the_agent_comes_from_memrepo_agent_when_the_program_names_none(vault, monkeypatch):
-    """As documented: ``agent`` defaults to ``claude``, or ``$MEMREPO_AGENT`` when it is set."""
-
-    monkeypatch.setenv("MEMREPO_AGENT", "support-bot")
-    MemrepoMemoryTool(vault=vault.root).call({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
-    assert "Memrepo-Agent: support-bot" in git(vault.root, "log", "-1", "--format=%B", "main")
-    MemrepoMemoryTool(vault=vault.root, agent="named").call({"command": "create", "path": "/memories/b.md", "file_text": "b\n"})
-    assert "Memrepo-Agent: named" in git(vault.root, "log", "-1", "--format=%B", "main")
