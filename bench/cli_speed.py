@@ -69,6 +69,12 @@ def launcher(tree: Path, work: Path, name: str) -> Path:
     return script
 
 
+def _copy(vault: Path, target: Path) -> Path:
+    import shutil
+    shutil.copytree(vault, target, symlinks=True)
+    return target
+
+
 def measure(sides: dict[str, tuple[Path, dict]], runs: int, call) -> dict[str, dict]:
     """``call(side, exe, env, i)`` -> (wall, CPU) ms, sides alternating call by call."""
     samples: dict[str, list] = {name: [] for name in sides}

@@ -2,7 +2,7 @@
 """Reliability bench: concurrent writers, random kills, crash points and malformed input.
 
   .venv/bin/python bench/reliability.py [--writers 4] [--adds 20] [--kills 30] [--seed 1]
-                                        [--out bench/out/reliability.json]
+                                        [--hostile 20] [--only hostile] [--out bench/out/reliability.json]
 
 Every trial runs the real ``memrepo`` command line on a vault made by ``memrepo init`` in a
 temporary folder, and is checked afterwards from the outside:
@@ -19,6 +19,10 @@ temporary folder, and is checked afterwards from the outside:
   commit step) and an ``import`` at that step.
 * **malformed input** classes: each input must be refused with a one-line error (no
   traceback), main unchanged and the vault still valid.
+* **hostile remote** (``bench/hostile_remote.py``): trees holding ``.git``, ``..``, symlink,
+  submodule and ``.memrepo/`` state entries at random depths, sent through ``memrepo sync`` and
+  through a plain ``git pull``, and the reported cases (a policy pushed to switch review off,
+  forged trailers, credentials in tool results, a pulled index that runs code, ...).
 
 Prints one table (class, trials, passed, failed) and writes the details as JSON.
 """
@@ -255,14 +259,18 @@ def main() -> None:
     ap.add_argument("--adds", type=int, default=20, help="adds per writer")
     ap.add_argument("--kills", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hostile", type=int, default=20, help="generated hostile trees per route (sync, git pull)")
+    ap.add_argument("--only", choices=("hostile",), help="run only this section")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "reliability.json"))
     args = ap.parse_args()
     rng = random.Random(args.seed)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="memrepo-reliability-") as tmp:
         work = Path(tmp)
-        rows = [concurrent_writers(work, args.writers, args.adds), random_kills(work, args.kills, rng),
-                crash_points(work), *malformed_input(work)]
+        from bench.hostile_remote import generated_trees, reported_cases
+        rows = [] if args.only else [concurrent_writers(work, args.writers, args.adds), random_kills(work, args.kills, rng),
+                                     crash_points(work), *malformed_input(work)]
+        rows += [*generated_trees(work, args.hostile, rng, new_vault), *reported_cases(work, new_vault)]
     width = max(len(r["class"]) for r in rows)
     print(f"{'class':<{width}}  trials  passed  failed")
     for r in rows:

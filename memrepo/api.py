@@ -84,15 +84,20 @@ if TYPE_CHECKING:  # the names below import their module on first call; these ar
     from memrepo.review.bulk import get_proposal, reject_many, reviewer_name, rollback_with_reason
     from memrepo.review.diff import branch_diff, field_diff, proposal_diffs
     from memrepo.review.forge import compare_link, compare_url
+    from memrepo.review.policy import accept as accept_policy
+    from memrepo.review.policy import pending as pending_policy
+    from memrepo.review.policy import report as policy_report
     from memrepo.review.proposals import card, delete_pushed_branches, list_proposals, memories_of, push_proposal, reject
     from memrepo.review.provenance import fact_history, memory_history, rollback, why
+    from memrepo.review.requests import find_call
     from memrepo.review.timeline import timeline
     from memrepo.review.validate import validate_paths, validate_tree, validate_vault
+    from memrepo.review.writes import result_of
     from memrepo.store.processes import start_detached
     from memrepo.team.citations import ack, cite, cited_by, notices
     from memrepo.team.merge import merge_files
     from memrepo.team.propose import policy_for, propose
-    from memrepo.team.sync import install_driver, sync
+    from memrepo.team.sync import fetch_records, install_driver, sync
 
 
 def init(path: str | os.PathLike, *, ci: str | None = None) -> Vault:
@@ -515,23 +520,48 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
         from memrepo.team.sync import sync as call
         return call(*args, **kwargs)
 
+    def fetch_records(*args, **kwargs):
+        from memrepo.team.sync import fetch_records as call
+        return call(*args, **kwargs)
+
+    def policy_report(*args, **kwargs):
+        from memrepo.review.policy import report as call
+        return call(*args, **kwargs)
+
+    def pending_policy(*args, **kwargs):
+        from memrepo.review.policy import pending as call
+        return call(*args, **kwargs)
+
+    def accept_policy(*args, **kwargs):
+        from memrepo.review.policy import accept as call
+        return call(*args, **kwargs)
+
+    def find_call(*args, **kwargs):
+        from memrepo.review.requests import find_call as call
+        return call(*args, **kwargs)
+
+    def result_of(*args, **kwargs):
+        from memrepo.review.writes import result_of as call
+        return call(*args, **kwargs)
+
 
 __all__ = [
-    "Packed", "Recall", "Vault", "ack", "add", "add_check", "add_files", "agents_with_private_memories", "apply",
-    "apply_many", "branch_diff", "browse", "build_graph", "card", "catch_up", "cite", "cited_by", "cleanup",
-    "compaction_instructions", "compare_link", "compare_url", "context", "current_agent", "decay",
-    "delete_pushed_branches", "distill", "evidence_items", "export_formats", "export_jsonl", "export_openclaw",
-    "fact_history", "field_diff", "file_compaction", "find_root", "flush", "flush_prompt", "forget_process_caches",
-    "get", "get_evidence", "get_memory", "get_proposal", "graph_around", "graph_legend", "graph_svg",
-    "hook_payload", "import_claude_code", "import_jsonl", "import_mcp_memory", "import_openclaw", "inbox", "init",
-    "install_claude_code", "install_driver", "install_hooks", "install_schedule", "known_patterns", "last_distill",
-    "last_nightly", "list_checks", "list_memories", "list_proposals", "make_query", "mark_useful", "memories_of",
-    "memory_history", "memory_view", "merge_files", "neighbours", "nightly", "notices", "policy_for",
+    "Packed", "Recall", "Vault", "accept_policy", "ack", "add", "add_check", "add_files",
+    "agents_with_private_memories", "apply", "apply_many", "branch_diff", "browse", "build_graph", "card",
+    "catch_up", "cite", "cited_by", "cleanup", "compaction_instructions", "compare_link", "compare_url", "context",
+    "current_agent", "decay", "delete_pushed_branches", "distill", "evidence_items", "export_formats",
+    "export_jsonl", "export_openclaw", "fact_history", "fetch_records", "field_diff", "file_compaction", "find_call",
+    "find_root", "flush", "flush_prompt", "forget_process_caches", "get", "get_evidence", "get_memory",
+    "get_proposal", "graph_around", "graph_legend", "graph_svg", "hook_payload", "import_claude_code",
+    "import_jsonl", "import_mcp_memory", "import_openclaw", "inbox", "init", "install_claude_code", "install_driver",
+    "install_hooks", "install_schedule", "known_patterns", "last_distill", "last_nightly", "list_checks",
+    "list_memories", "list_proposals", "make_query", "mark_useful", "memories_of", "memory_history", "memory_view",
+    "merge_files", "neighbours", "nightly", "notices", "pending_policy", "policy_for", "policy_report",
     "private_vault", "proposal_checks", "proposal_diffs", "propose", "prune", "prune_options", "prune_text",
     "push_proposal", "read_queries", "rebuild", "recall", "recall_within", "recover", "reindex", "reject",
-    "reject_many", "release", "render_bytes", "result_dict", "review_markdown", "review_view", "reviewer_name",
-    "rollback", "rollback_with_reason", "run_checks", "run_memory_command", "run_pre_commit", "save_evidence",
-    "schedule_text", "search", "search_filters", "search_many", "search_visible", "start_detached", "sync", "timeline",
-    "unavailable_notice", "uninstall_claude_code", "validate_paths", "validate_tree", "validate_vault",
-    "vector_state", "visible_vaults", "warm_up", "why", "workflow_text", "write_workflow",
+    "reject_many", "release", "render_bytes", "result_dict", "result_of", "review_markdown", "review_view",
+    "reviewer_name", "rollback", "rollback_with_reason", "run_checks", "run_memory_command", "run_pre_commit",
+    "save_evidence", "schedule_text", "search", "search_filters", "search_many", "search_visible", "start_detached",
+    "sync", "timeline", "unavailable_notice", "uninstall_claude_code", "validate_paths", "validate_tree",
+    "validate_vault", "vector_state", "visible_vaults", "warm_up", "why", "workflow_text", "write_workflow",
 ]

@@ -34,7 +34,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # The pre-compaction flush: entries are "short, hard, reusable"; raw text goes to evidence.
     "flush": {"section_chars": 1200, "entry_chars": 4000, "section_lines": 20},
     # Tool results kept as evidence: larger files stay out of git, in .memrepo/evidence/.
-    "evidence": {"max_file_bytes": 1048576},
+    # secrets: what a credential found in one does: "redact" (stored as [REDACTED:<rule>]) or
+    # "refuse" (nothing is pruned or stored; the command names the message and the rule).
+    "evidence": {"max_file_bytes": 1048576, "secrets": "redact"},
     # Nightly distill (L1 -> L2): entries saying the same thing on min_occurrences distinct days
     # (count_by: day, session or day_or_session) within window_days; similarity is the score
     # two entries need to be joined (memrepo.lifecycle.distill.find_patterns).
@@ -93,6 +95,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("promote", "count_by"): ("day", "session", "day_or_session"),
     ("decay", "protected_layers"): LAYERS, ("decay", "lending_statuses"): STATUSES,
     ("cleanup", "policy"): ("demote", "archive"),
+    ("evidence", "secrets"): ("redact", "refuse"),
     ("memory_tool", "delete"): ("archive", "remove"),
     ("arbitration", "default"): ("latest", "authority", "review"),
 }
@@ -189,6 +192,10 @@ class Config:
 
 def load(root: Path) -> Config:
     path = root / CONFIG_PATH
+    if (root / CONFIG_PATH).parent.is_symlink() or path.is_symlink():
+        raise ConfigError([Problem(CONFIG_PATH, "(file)", (
+            "is read through a symlink; memrepo never follows links inside the vault (a clone or pull of someone "
+            "else's vault can make them point at any file): replace the link with the file itself"))])
     if not path.exists():
         return Config()
     try:
@@ -200,4 +207,68 @@ def load(root: Path) -> Config:
         warnings.warn(note, ConfigWarning, stacklevel=2)
     if problems:
         raise ConfigError(problems, "fix .memrepo/config.toml (the README's Lifecycle section lists every key)")
+    return Config(data)
+
+
+# ------------------------------------------------------------------ the review policy
+#
+# The keys that decide what goes to review are themselves reviewed: a change that sends less
+# to review (a "weakening") takes effect only once a person accepts it (memrepo.review.policy);
+# until then the stricter value stays in force. A change that sends more to review applies at once.
+
+POLICY_LISTS = ("high_kinds", "high_sources", "high_layers", "high_tags")
+_ARBITRATION_RANK = {"latest": 0, "authority": 1, "review": 2}
+
+
+def parse_policy_text(text: str) -> Config:
+    """A config.toml's text as a Config for comparing policies (unreadable: the defaults)."""
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return Config()
+    problems, _notes = check(data)
+    return Config({t: v for t, v in data.items() if isinstance(v, dict)}) if not problems else Config()
+
+
+def policy_weakenings(old: Config, new: Config) -> list[tuple[str, str]]:
+    """(key, what changed) for every way ``new`` sends less to review than ``old``."""
+    found: list[tuple[str, str]] = []
+    o, n = old.section("risk"), new.section("risk")
+    for key in POLICY_LISTS:
+        lost = [v for v in o.get(key) or () if v not in (n.get(key) or ())]
+        if lost:
+            found.append((f"risk.{key}", f"no longer lists {', '.join(map(str, lost))}"))
+    if o.get("supersede_is_high") and not n.get("supersede_is_high"):
+        found.append(("risk.supersede_is_high", "true -> false (overrides of an active fact skip review)"))
+    oa, na = old.section("arbitration"), new.section("arbitration")
+    if _ARBITRATION_RANK.get(str(na.get("default")), 2) < _ARBITRATION_RANK.get(str(oa.get("default")), 2):
+        found.append(("arbitration.default", f"{oa.get('default')!r} -> {na.get('default')!r}"))
+    old_rules, new_rules = list(oa.get("rules") or []), list(na.get("rules") or [])
+    added = [r for r in new_rules if r not in old_rules]
+    dropped = [r for r in old_rules if r not in new_rules]
+    if any(not isinstance(r, dict) or r.get("policy") != "review" for r in added) or \
+            any(isinstance(r, dict) and r.get("policy") == "review" for r in dropped):
+        found.append(("arbitration.rules", "rules that let conflicts skip review were added or review rules removed"))
+    uses_authority = na.get("default") == "authority" or any(isinstance(r, dict) and r.get("policy") == "authority"
+                                                             for r in new_rules)
+    if uses_authority and list(oa.get("authority") or []) != list(na.get("authority") or []):
+        found.append(("arbitration.authority", "the ranking that lets an agent override another changed"))
+    return found
+
+
+def strictest(current: Config, baseline: Config) -> Config:
+    """``current`` with every weakening relative to ``baseline`` undone: the lists of high-risk
+    classes united, supersede_is_high kept on, and the arbitration rules of ``baseline`` whenever
+    ``current``'s would let more conflicts skip review."""
+    data = {table: dict(values) for table, values in current.data.items()}
+    o, n = baseline.section("risk"), current.section("risk")
+    risk = data.setdefault("risk", {})
+    for key in POLICY_LISTS:
+        risk[key] = list(dict.fromkeys([*(o.get(key) or []), *(n.get(key) or [])]))
+    risk["supersede_is_high"] = bool(o.get("supersede_is_high")) or bool(n.get("supersede_is_high"))
+    if any(key.startswith("arbitration.") for key, _ in policy_weakenings(baseline, current)):
+        base = baseline.section("arbitration")
+        arbitration = data.setdefault("arbitration", {})
+        for key in ("default", "rules", "authority"):
+            arbitration[key] = base[key]
     return Config(data)

@@ -10,13 +10,14 @@ exit  code         meaning
 0                  success
 1     failed       a check ran and found problems (``validate``, hooks), a recall check regressed
                    (``check run``: it passes on the base and fails on the version checked); git
-                   or the disk failed
+                   or the disk failed before anything was committed (a committed write never exits 1)
 2     usage        a malformed command line or option value (unknown enum value, bad date)
 3     not_found    no such memory, proposal, commit, file or vault
-4     conflict     the state contradicts the request (stale proposal, already applied, main moved)
+4     conflict     the state contradicts the request (stale proposal, already applied)
 5     invalid      invalid data: a memory, an import line or a file breaks the schema, the size
                    cap or the secret rule; a bad ``config.toml``
-75    busy         another process holds the vault's lock: retry later (EX_TEMPFAIL)
+75    busy         nothing was written: the vault's lock, git's index.lock or main moved under
+                   the write; retry later (EX_TEMPFAIL), with the same ``--request-id``
 ====  ===========  ==========================================================================
 """
 from __future__ import annotations
@@ -144,6 +145,14 @@ class MemrepoWarning(UserWarning):
 
 class ConfigWarning(MemrepoWarning):
     """Something in ``config.toml`` is ignored (an unknown table or key)."""
+
+
+class SkippedMemory(MemrepoWarning):
+    """A memory file on main that readers skip (it breaks the schema); the message names it."""
+
+
+class CheckoutBehind(MemrepoWarning):
+    """A write was committed but the checkout could not follow yet (git's index was taken)."""
 
 
 class IdentityWarning(MemrepoWarning):

@@ -35,7 +35,7 @@ def isolated_env(tmp_path_factory):
 
 # The environment of every test. Keyword ranking unless a test asks for the semantic layer
 # (tests/test_semantic.py): loading the model costs about a second per process. No background
-# server (memrepo/cli/daemon.py) outlives a test; tests/test_daemon.py turns it on.
+# server (memrepo/cli/server.py) outlives a test; tests/test_daemon.py turns it on.
 ISOLATION = {"HOME": "{home}", "XDG_CONFIG_HOME": "{home}/.config", "GIT_CONFIG_NOSYSTEM": "1",
              "GIT_CONFIG_GLOBAL": "{home}/.gitconfig", "MEMREPO_LOCK_TIMEOUT": "10",
              "MEMREPO_SEMANTIC": "0", "MEMREPO_DAEMON": "0"}

@@ -320,7 +320,8 @@ def test_a_server_killed_during_add_says_so_and_nothing_is_half_written(shared, 
         time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(b"the body", timeout=30)
-    assert (proc.returncode, out, err.decode()) == (75, b"", daemon.STOPPED_WRITE_MESSAGE + "\n")
+    from memrepo.cli.commands.vault import STOPPED_UNWRITTEN
+    assert (proc.returncode, out, err.decode()) == (75, b"", STOPPED_UNWRITTEN + "\n")
     assert _log(shared) == log
     assert run("--vault", str(shared), "add", "--summary", "Written after", "--body", "b")[0] == 0
     assert len(_log(shared)) == len(log) + 1  # no lock or journal left behind by the killed write

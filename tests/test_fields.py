@@ -133,7 +133,7 @@ def test_the_mcp_server_takes_the_added_field(with_mood, tmp_path):
             async with ClientSession(read, write) as client:
                 await client.initialize()
                 tools = {t.name: t for t in (await client.list_tools()).tools}
-                written = await client.call_tool("memory_write", {"summary": "Calm retro", "mood": "calm"})
+                written = await client.call_tool("memory_write", {"summary": "Calm retro", "mood": "calm", "source": "tool"})
                 refused = await client.call_tool("memory_write", {"summary": "x", "mood": "m" * 41})
                 return tools["memory_write"].inputSchema["properties"]["mood"], written, refused
     prop, written, refused = asyncio.run(asyncio.wait_for(main(), 60))

@@ -57,9 +57,9 @@ def test_write_recall_get_why_and_context_in_process(vault):
     async def scenario(client: ClientSession):
         w = data(await client.call_tool("memory_write", {
             "summary": "Do not restart the payment service during incidents", "subject": "ops", "kind": "decision",
-            "body": "A restart drops in-flight transactions.", "evidence": ["logs/api.log#L10-L40"]}))
+            "body": "A restart drops in-flight transactions.", "evidence": ["logs/api.log#L10-L40"], "source": "user"}))
         pref = data(await client.call_tool("memory_write", {"summary": "Answers as short bullet lists",
-                                                            "subject": "user", "kind": "preference"}))
+                                                            "subject": "user", "kind": "preference", "source": "user"}))
         r = data(await client.call_tool("memory_recall", {"text": "why not restart the service?", "session": "s1"}))
         g = data(await client.call_tool("memory_get", {"id": w["id"]}))
         why = data(await client.call_tool("memory_why", {"id": w["id"]}))
@@ -93,7 +93,7 @@ def test_an_agent_can_never_make_a_high_risk_memory_active(vault):
 
 
 def test_memory_write_with_scope_shared_proposes_to_the_pool(vault):
-    fact = {"scope": "shared", "subject": "user", "fact": "ui.theme"}
+    fact = {"scope": "shared", "subject": "user", "fact": "ui.theme", "source": "user"}
 
     async def first(client: ClientSession):
         return data(await client.call_tool("memory_write", {**fact, "summary": "dark"}))
@@ -171,7 +171,7 @@ def test_stdio_against_a_real_memrepo_mcp_subprocess(vault):
                 tools = {t.name for t in (await client.list_tools()).tools}
                 r = data(await client.call_tool("memory_recall", {"text": "should we restart the payment service?"}))
                 w = data(await client.call_tool("memory_write", {"summary": "Payments p95 target is 200 ms",
-                                                                 "subject": "ops", "kind": "knowledge"}))
+                                                                 "subject": "ops", "kind": "knowledge", "source": "tool"}))
                 err = await client.call_tool("memory_why", {"id": "mem_missing"})
                 return tools, r, w, err
     tools, r, w, err = asyncio.run(asyncio.wait_for(main(), 60))

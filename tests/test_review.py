@@ -96,7 +96,8 @@ def test_state_override_is_high_risk(vault):
 def test_risk_policy_is_configurable(vault):
     cfg = vault.root / ".memrepo/config.toml"
     cfg.write_text('[risk]\nhigh_kinds = ["policy"]\nsupersede_is_high = false\nhigh_tags = ["#权限"]\n')
-    git(vault.root, "commit", "-q", "-am", "relax risk policy")
+    from memrepo.review import policy
+    policy.accept(vault, why="relax risk policy")  # lowering review takes a person's acceptance
     v = Vault(vault.root)
     assert memories.add(v, {"kind": "constraint", "layer": "L3", "summary": "c"}, "").commit  # now low
     assert memories.add(v, {"kind": "knowledge", "tags": ["#权限"], "summary": "t"}, "").proposal  # tag is high
@@ -473,6 +474,8 @@ def test_push_then_forge_merge_equals_apply(vault, tmp_path):
     assert forge == memory_state(vault.root) == {
         "mem_old": ("superseded", None, "mem_new"), "mem_new": ("active", "mem_old", None)}
     cloned = Vault(clone)
+    from memrepo.team import sync
+    assert sync.fetch_records(cloned) == []  # a plain clone takes memrepo's records ('hooks install' does)
     assert validate.validate_tree(cloned) == []
     cloned.close()
 
@@ -569,7 +572,9 @@ def test_teammate_pulls_a_proposal_merged_on_the_forge_into_a_diverged_main(vaul
     teammate = tmp_path / "teammate"
     git(tmp_path, "clone", "-q", str(bare), str(teammate))
     from memrepo.review import hooks
+    from memrepo.team import sync
     hooks.install(teammate)
+    sync.install_driver(Vault(teammate))  # as 'memrepo hooks install' does: git pull brings memrepo's records
     result = memories.add(vault, {"id": "mem_rule", "kind": "constraint", "layer": "L3", "summary": "r"}, "", push=True)
     forge = tmp_path / "forge"
     git(tmp_path, "clone", "-q", str(bare), str(forge))
@@ -577,7 +582,7 @@ def test_teammate_pulls_a_proposal_merged_on_the_forge_into_a_diverged_main(vaul
     git(forge, "push", "-q", "origin", "main", f":proposal/{result.proposal}")  # merged and branch deleted
     mate = Vault(teammate)
     memories.add(mate, {"id": "mem_local", "summary": "teammate's own note"}, "")  # main has diverged
-    proc = subprocess.run(["git", "-C", str(teammate), "pull", "-q", "--no-rebase", "origin", "main"],
+    proc = subprocess.run(["git", "-C", str(teammate), "pull", "-q", "--no-rebase"],
                           capture_output=True, text=True, env=person_env())
     assert proc.returncode == 0, proc.stderr
     assert statuses(mate) == {"mem_rule": "active", "mem_local": "active"}

@@ -117,8 +117,9 @@ def test_self_made_proposal_branch_merged_by_hand_is_reported(vault):
     if proc.returncode == 0:
         [line] = audit_lines(vault)
         assert line.startswith(f"{path}:status:")
-    else:  # the merge hook refused it: nothing landed
-        assert not (vault.root / path).exists()
+    else:  # the merge hook refused it: nothing landed on main
+        assert person_git(vault.root, "cat-file", "-e", f"HEAD:{path}").returncode != 0
+        git(vault.root, "merge", "--abort")
 
 
 def test_hand_revert_of_a_memrepo_rollback_is_reported(vault):
@@ -172,9 +173,9 @@ def test_audit_reads_history_once(vault, monkeypatch):
     from memrepo.store import git as git_mod
     calls = []
     real = git_mod.log_raw
-    monkeypatch.setattr(git_mod, "log_raw", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(git_mod, "log_raw", lambda *a, **k: calls.append(k.get("paths")) or real(*a, **k))
     assert len(audit_lines(vault)) == 5
-    assert len(calls) == 1
+    assert len([paths for paths in calls if paths != [".memrepo/config.toml"]]) == 1  # the policy's history apart
 
 
 # ------------------------------------------------------------ case 9: hooks stay in the vault

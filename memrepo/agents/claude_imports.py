@@ -292,7 +292,9 @@ def import_items(vault: Vault, items: list[Item], *, origin: str, where: str, au
         vault.check_new(writes, deleted=[Row.of(m) for m in gone])
         message = (f"memrepo: import {len(new)} new, {len(updated)} updated memories from {origin} ({where})\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(writes)}\nMemrepo-Origin: {origin}\n")
-        commit = vault.commit(writes=writes, deletes=[m.path for m in gone], message=message).commit
+        from memrepo.review.writes import import_record
+        commit = vault.commit(writes=writes, deletes=[m.path for m in gone], message=message,
+                              also=[import_record()]).commit  # the audit knows an import by its record
     return ImportResult(tuple(new), tuple(updated), unchanged, commit, tuple(problems))
 
 

@@ -35,5 +35,7 @@ def context(vault: Vault, *, budget: int = DEFAULT_BUDGET, subject: str | None =
         raise UsageError("--budget must be a positive number of characters")
     # ordered by the catalog's rows; only the files that make it into the block are read
     rows = sorted(((v, r) for v in (vault, *also) for r in standing_rows(v, subject)), key=lambda vr: _importance(vr[1]))
+    for v in (vault, *also):
+        v.warn_skipped()
     found = (memory_object(v, r["path"], shown_from=vault) for v, r in rows)
     return pack((m for m in found if m is not None), budget, CONTEXT_HEADER)

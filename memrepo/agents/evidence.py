@@ -4,6 +4,12 @@ point at it (``evidence:<sha256-prefix>``) instead of carrying it.
 Files live at ``evidence/<sha256>.txt`` in the vault and are committed (one commit per batch;
 the same content is stored once). A file over ``[evidence] max_file_bytes`` stays out of git,
 in ``.memrepo/evidence/`` (git-ignored), and the caller is told so.
+
+A tool result is raw output: an ``env`` dump, a config file, a ``curl`` line can carry
+credentials, and evidence is committed and pushed by ``sync``. So every text passes the same
+credential scan as a memory before it is stored: ``[evidence] secrets = "redact"`` (the default)
+stores it with each credential replaced by ``[REDACTED:<rule>]``; ``"refuse"`` stores nothing
+and names the text and the rule.
 """
 from __future__ import annotations
 
@@ -39,15 +45,45 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def save_evidence(vault: Vault, texts: list[str], *, why: str = "tool results") -> tuple[list[Saved], str | None]:
-    """Keep each text as evidence; returns what was saved (in order) and the commit, if any."""
+@dataclass(frozen=True)
+class Stored:
+    """A text as evidence keeps it: credentials redacted (``rules`` names what was found)."""
+    text: str
+    rules: tuple[str, ...] = ()
+
+    @property
+    def pointer(self) -> str:
+        return POINTER_PREFIX + digest(self.text)[:POINTER_HEX]
+
+
+def as_stored(vault: Vault, text: str, *, where: str = "text") -> Stored:
+    """``text`` as evidence stores it under the vault's ``[evidence] secrets`` policy; with
+    ``refuse`` an InvalidData naming ``where`` and the rules when it holds a credential."""
+    from memrepo.store.secretscan import redact
+    clean, found = redact(text)
+    if not found:
+        return Stored(text)
+    rules = tuple(dict.fromkeys(f.rule for f in found))
+    if vault.config.get("evidence", "secrets", "redact") == "refuse":
+        from memrepo.errors import InvalidData, Problem
+        raise InvalidData([Problem(where, f"line {f.line}", f.message()) for f in found],
+                          "nothing was saved as evidence ([evidence] secrets = \"refuse\"): remove the credentials "
+                          "from the text, or set secrets = \"redact\" to store it with them replaced")
+    return Stored(clean, rules)
+
+
+def save_evidence(vault: Vault, texts: list[str | Stored], *, why: str = "tool results") -> tuple[list[Saved], str | None]:
+    """Keep each text as evidence (each passes :func:`as_stored` first, unless given as
+    :class:`Stored`); returns what was saved (in order) and the commit, if any."""
     from memrepo.store import git
     limit = int(vault.config.get("evidence", "max_file_bytes", 1048576))
+    stored = [t.text if isinstance(t, Stored) else as_stored(vault, t, where=f"text {n}").text
+              for n, t in enumerate(texts, start=1)]
     saved: dict[str, Saved] = {}
     files: dict[str, bytes | None] = {}
     out = []
     with vault.lock():
-        for text in texts:
+        for text in stored:
             sha = digest(text)
             if sha not in saved:
                 data = text.encode("utf-8")
@@ -87,9 +123,11 @@ class Evidence:
 
 def get_evidence(vault: Vault, pointer: str) -> Evidence:
     """The evidence a pointer names: ``evidence:<hex prefix>`` or the bare prefix (4+ hex digits)."""
+    from memrepo.store.files import read_inside
     prefix = pointer.strip().removeprefix(POINTER_PREFIX).lower()
     if not _HEX_RE.match(prefix):
         raise UsageError(f"{pointer!r} is not an evidence pointer; give 'evidence:<sha256 prefix>' (4 to 64 hex digits)")
+    vault.ensure_trusted()
     found = []
     for folder in (EVIDENCE_DIR, LOCAL_DIR):
         directory = vault.root / folder
@@ -101,4 +139,5 @@ def get_evidence(vault: Vault, pointer: str) -> Evidence:
         names = ", ".join(sorted(POINTER_PREFIX + p.stem[:16] for _, p in found)[:5])
         raise UsageError(f"{POINTER_PREFIX}{prefix} is ambiguous ({names}); give more hex digits")
     folder, path = found[0]
-    return Evidence(path.stem, f"{folder}/{path.name}", path.read_text(encoding="utf-8"))
+    data = read_inside(vault.root, f"{folder}/{path.name}")  # never through a link (a clone can hold them)
+    return Evidence(path.stem, f"{folder}/{path.name}", data.decode("utf-8", "replace"))

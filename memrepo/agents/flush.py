@@ -14,7 +14,7 @@ Entries must be short, hard and reusable; a raw dump is refused with a pointer t
 """
 from __future__ import annotations
 
-import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,11 +103,12 @@ def parse(text: str) -> list[Entry]:
     if stripped in SILENT:
         return []
     if stripped[:1] in "[{":
+        from memrepo.store.jsontext import BadJson, loads
         try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"flush input: not JSON ({e.msg} at line {e.lineno}); send JSON entries or the "
-                             "markdown template (## What / ## Decision / ## Why / ## Evidence / ## Next)") from None
+            data = loads(stripped, where="flush input")
+        except BadJson as e:
+            raise UsageError(f"{e}; send JSON entries or the markdown template "
+                             "(## What / ## Decision / ## Why / ## Evidence / ## Next)") from None
         return _from_json(data)
     return _from_markdown(stripped)
 
@@ -198,9 +199,10 @@ def check(entry: Entry, limits: dict[str, Any]) -> list[Problem]:
 
 
 def _is_json_document(value: str) -> bool:
+    from memrepo.store.jsontext import BadJson, loads
     try:
-        return isinstance(json.loads(value), dict | list)
-    except json.JSONDecodeError:
+        return isinstance(loads(value, where="value"), dict | list)
+    except BadJson:  # not JSON (or none memrepo would load): text
         return False
 
 
@@ -345,6 +347,8 @@ def flush_prompt(lang: str = "en", vault: Vault | None = None) -> str:
     """The flush prompt a runtime injects before compaction (the vault's own copy when it has one)."""
     check_choice("lang", lang, PROMPT_LANGS)
     name = f"prompts/flush.{lang}.md"
-    if vault is not None and (vault.root / name).is_file():
-        return (vault.root / name).read_text(encoding="utf-8")
+    if vault is not None and os.path.lexists(vault.root / name):
+        from memrepo.store.files import read_inside
+        vault.ensure_trusted()
+        return read_inside(vault.root, name).decode("utf-8", "replace")
     return (resource("template-vault") / name).read_text(encoding="utf-8")

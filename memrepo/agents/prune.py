@@ -62,6 +62,7 @@ class Pruned:
     commit: str | None = None
     outside_git: tuple[str, ...] = field(default_factory=tuple)
     jsonl: bool = False
+    redacted: tuple[dict[str, Any], ...] = ()   # results stored with credentials replaced
 
     def text(self) -> str:
         """The pruned transcript in the form it came in (JSON, or one object per line)."""
@@ -69,7 +70,8 @@ class Pruned:
 
     def report(self) -> dict[str, Any]:
         return {"chars_before": self.chars_before, "chars_after": self.chars_after, "trimmed": list(self.trimmed),
-                "cleared": list(self.cleared), "evidence_commit": self.commit, "outside_git": list(self.outside_git)}
+                "cleared": list(self.cleared), "evidence_commit": self.commit, "outside_git": list(self.outside_git),
+                "redacted": list(self.redacted)}
 
 
 def size(messages: list[dict[str, Any]]) -> int:
@@ -115,8 +117,16 @@ def protected_bounds(messages: list[dict[str, Any]], keep_last_assistants: int) 
     return start, max(start, end)
 
 
-def prune_text(vault: Vault, text: str, options: Options | None = None, *, where: str = "stdin") -> Pruned:
-    """:func:`prune` of a transcript given as text: message JSON or Claude Code's JSONL."""
+def prune_text(vault: Vault, text: str | bytes, options: Options | None = None, *, where: str = "stdin") -> Pruned:
+    """:func:`prune` of a transcript given as text (or its bytes, UTF-8): message JSON or Claude
+    Code's JSONL. Bytes that are not UTF-8 are a UsageError naming the line."""
+    if isinstance(text, bytes):
+        data = text
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data[:e.start].count(b"\n") + 1
+            raise UsageError(f"{where}:line {line}: byte {data[e.start]:#04x} is not UTF-8; give UTF-8 message JSON") from None
     return prune(vault, load_transcript(text, where=where), options)
 
 
@@ -131,12 +141,17 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
     before = size(messages)
     start, end = protected_bounds(messages, options.keep_last_assistants)
     slots = _slots(messages, start, end)
-    pointer = {id(s): evidence.POINTER_PREFIX + evidence.digest(s.text)[:evidence.POINTER_HEX] for s in slots}
+    stored: dict[int, evidence.Stored] = {}   # slot -> its text as evidence keeps it (scanned, redacted)
+
+    def pointer_of(s: _Slot) -> str:
+        if id(s) not in stored:
+            stored[id(s)] = evidence.as_stored(vault, s.text, where=f"transcript message {s.message}")
+        return stored[id(s)].pointer
     trimmed, cleared, touched = [], [], []
     for s in slots:
         if len(s.text) > options.soft_chars and len(s.text) > options.head + options.tail + len(TRIMMED):
             tail = s.text[-options.tail:] if options.tail else ""
-            s.set(s.text[:options.head] + TRIMMED + tail + TRIM_NOTE.format(chars=len(s.text), pointer=pointer[id(s)]))
+            s.set(s.text[:options.head] + TRIMMED + tail + TRIM_NOTE.format(chars=len(s.text), pointer=pointer_of(s)))
             trimmed.append(s)
             touched.append(s)
     target = options.hard_ratio * before
@@ -145,7 +160,7 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
         if current <= target:
             break
         was = len(text_of(s.holder[s.key])) if isinstance(s.holder[s.key], str) else 0
-        placeholder = CLEARED.format(pointer=pointer[id(s)])
+        placeholder = CLEARED.format(pointer=pointer_of(s))
         if was <= len(placeholder):
             continue
         s.set(placeholder)
@@ -153,11 +168,13 @@ def prune(vault: Vault, transcript: Any, options: Options | None = None) -> Prun
         cleared.append(s)
         if all(t is not s for t in touched):
             touched.append(s)
-    saved, commit = evidence.save_evidence(vault, [s.text for s in touched]) if touched else ([], None)
+    saved, commit = evidence.save_evidence(vault, [stored[id(s)] for s in touched]) if touched else ([], None)
     where = {id(s): v for s, v in zip(touched, saved)}
     def row(s: _Slot) -> dict[str, Any]:
-        return {"message": s.message, "chars": len(s.text), "evidence": pointer[id(s)], "path": where[id(s)].path}
+        return {"message": s.message, "chars": len(s.text), "evidence": pointer_of(s), "path": where[id(s)].path}
     outside = tuple(dict.fromkeys(v.pointer for v in saved if not v.in_git))
     gone = {id(s) for s in cleared}
+    redacted = tuple({"message": s.message, "evidence": pointer_of(s), "rules": list(stored[id(s)].rules)}
+                     for s in touched if stored[id(s)].rules)
     return Pruned(out, before, size(messages), tuple(row(s) for s in trimmed if id(s) not in gone),
-                  tuple(row(s) for s in cleared), commit, outside, given.jsonl)
+                  tuple(row(s) for s in cleared), commit, outside, given.jsonl, redacted)

@@ -54,12 +54,16 @@ def memory_object(vault: Vault, path: str, *, score: float | None = None, shown_
     path is given from that vault's root."""
     import os
 
+    from memrepo.store.checks import reader_problem
     from memrepo.store.document import DocumentError, load_bytes
+    from memrepo.store.files import LinkRefused, read_inside
     try:
-        parsed = load_bytes((vault.root / path).read_bytes(), path)
-    except (OSError, DocumentError):
+        parsed = load_bytes(read_inside(vault.root, path), path)
+    except (OSError, DocumentError, LinkRefused):  # never through a link: the file is skipped
         return None
     m = parsed.meta
+    if reader_problem(path, m) is not None:
+        return None
     if shown_from is not None and shown_from.root != vault.root:
         path = os.path.relpath(vault.root / path, shown_from.root).replace(os.sep, "/")
     return {"id": m.get("id"), "path": path, "layer": m.get("layer"), "kind": m.get("kind"),

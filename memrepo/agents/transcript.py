@@ -31,14 +31,27 @@ def well_formed(value: Any) -> Any:
     return value
 
 
-def _json(text: str) -> Any:
-    """``json.loads`` whose strings are well formed (only text with a surrogate escape is walked)."""
-    data = json.loads(text)
-    return well_formed(data) if _SURROGATE_ESCAPE.search(text) else data
+def _loads(text: str | bytes, *, where: str) -> Any:
+    """Outside JSON as :func:`memrepo.store.jsontext.loads` reads it, its strings well formed
+    (only text with a surrogate escape is walked)."""
+    from memrepo.store.jsontext import loads
+    data = loads(text, where=where)
+    escaped = _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+    return well_formed(data) if escaped else data
 
 
 _SPEAKER_RE = re.compile(r"^\s*(user|human|assistant|ai|system|tool|用户|助手)\s*[:：]\s?", re.IGNORECASE | re.MULTILINE)
 _USER_LABELS = {"user", "human", "用户"}
+
+
+def load_json(data: str | bytes, *, where: str = "stdin") -> Any:
+    """A transcript's JSON as loaded; a UsageError naming ``where`` for anything that is not a
+    JSON document memrepo takes (not UTF-8, not JSON, nested too deep, numbers too long)."""
+    from memrepo.store.jsontext import BadJson
+    try:
+        return _loads(data, where=where)
+    except BadJson as e:
+        raise UsageError(f"{e}; give a list of messages or an object with 'messages'") from None
 
 
 def messages_of(data: Any, *, where: str = "stdin") -> list[dict[str, Any]]:
@@ -85,8 +98,8 @@ def latest_user_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in "[{":
         try:
-            messages = messages_of(_json(stripped))
-        except (json.JSONDecodeError, UsageError):
+            messages = messages_of(load_json(stripped))
+        except UsageError:  # not a message list: the text is the message
             messages = None
         if messages is not None:
             for message in reversed(messages):
@@ -110,11 +123,11 @@ def hook_payload(text: str) -> dict[str, Any]:
     ``cwd``, ``hook_event_name`` and the event's own fields, such as ``prompt``, ``source``,
     ``trigger``, ``compact_summary``): every field is kept, a missing ``prompt`` is empty and a
     missing or empty ``session_id`` is None."""
+    from memrepo.store.jsontext import BadJson
     try:
-        data = _json(text) if text.strip() else {}
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--hook: stdin is not JSON ({e.msg} at line {e.lineno}); the hook must pipe its "
-                         "payload, e.g. {\"prompt\": ..., \"session_id\": ...}") from None
+        data = _loads(text, where="--hook: stdin") if text.strip() else {}
+    except BadJson as e:
+        raise UsageError(f"{e}; the hook must pipe its payload, e.g. {{\"prompt\": ..., \"session_id\": ...}}") from None
     if not isinstance(data, dict):
         raise UsageError("--hook: stdin must be a JSON object like {\"prompt\": ..., \"session_id\": ...}")
     prompt = data.get("prompt")
@@ -166,13 +179,14 @@ class Transcript:
 def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
     """Message JSON, or JSONL (Claude Code's transcript): a line that is not JSON is an error
     naming it, except the last one (Claude Code may be writing it), which is kept as text."""
+    from memrepo.store.jsontext import BadJson
     stripped = text.strip()
     try:
-        data = _json(stripped)
-    except json.JSONDecodeError as e:
-        if e.msg != "Extra data" or not stripped.startswith("{"):
-            raise UsageError(f"{where}: not JSON ({e.msg} at line {e.lineno}); give message JSON or a transcript "
-                             "with one JSON object per line (Claude Code's .jsonl)") from None
+        data = _loads(stripped, where=where)
+    except BadJson as e:
+        if e.reason != "Extra data" or not stripped.startswith("{"):
+            raise UsageError(f"{e}; give message JSON or a transcript with one JSON object per line "
+                             "(Claude Code's .jsonl)") from None
     else:
         if isinstance(data, dict) and not isinstance(data.get("messages"), list) and "role" not in data:
             return Transcript([data], jsonl=True)
@@ -186,13 +200,12 @@ def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
         if not line.strip():
             continue
         try:
-            rows.append(_json(line))
-        except json.JSONDecodeError as e:
+            rows.append(_loads(line, where=f"{where}:line {n}"))
+        except BadJson as e:
             if n == len(raw):
                 rows.append(line)
                 continue
-            raise UsageError(f"{where}:line {n}: not JSON ({e.msg}); a transcript .jsonl holds one JSON object "
-                             "per line") from None
+            raise UsageError(f"{e}; a transcript .jsonl holds one JSON object per line") from None
     return Transcript(rows, jsonl=True)
 
 

@@ -20,14 +20,15 @@ from typer.core import TyperGroup
 
 from memrepo.cli import call, failures, options, output, params
 
-GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "check", "install", "ui", "daemon", "hooks")  # --help order
+GROUPS = ("vault", "review", "search", "lifecycle", "agents", "team", "policy", "check", "install", "ui", "daemon",
+          "hooks")  # --help order
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a check found problems (validate, hooks), a recall check regressed (check run) or git "
     "failed; 2 usage error; "
-    "3 not found; 4 conflict (stale proposal, already applied, main moved); 5 invalid data "
-    "(a memory, import line or file); 75 busy, retry later (lock wait: lock_timeout in config.toml "
-    "or MEMREPO_LOCK_TIMEOUT); 130 interrupted. Global options (--vault, --agent, --json) may stand "
+    "3 not found; 4 conflict (stale proposal, already applied); 5 invalid data "
+    "(a memory, import line or file); 75 busy, nothing written, retry later (lock wait: lock_timeout in config.toml "
+    "or MEMREPO_LOCK_TIMEOUT; --request-id makes a retry safe); 130 interrupted. Global options (--vault, --agent, --json) may stand "
     "before or after the command; with --json an error is {\"error\": {\"code\", \"message\", \"problems\"}} "
     "on stdout. With --hook every failure is one line on stderr and exit 1."
 )

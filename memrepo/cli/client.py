@@ -42,12 +42,11 @@ RUNTIME_ENV = "MEMREPO_RUNTIME_DIR"
 IDLE_DEFAULT = 600.0
 STOPPED_CODE = 75  # "busy, retry later"
 STOPPED_MESSAGE = "memrepo: the background server stopped during the call; run the command again"
-STOPPED_WRITE_MESSAGE = ("memrepo: the background server stopped during the call; it may have written: "
-                         "check `memrepo log` before retrying")
 START_STALE = 60.0  # s after which a start marker whose server never came up is ignored
 SOCKET_MAX = 107    # bytes in a unix socket path (sun_path) on Linux, the NUL excluded
 
 # What call() may answer besides an exit code.
+STOPPED = "stopped"    # the server died during a write: what it wrote is looked up
 ABSENT = "absent"      # no server: run in-process, then start one
 FALLBACK = "fallback"  # a server runs but did not take the call: run it in-process
 OFF = "off"            # not for the server (disabled, refused, unusable): run in-process
@@ -211,7 +210,9 @@ def _outcome(conn, pid: int, *, writes: bool) -> int | str:
         return ABSENT
     reply = _reply(receiver, pid)
     if reply is None:
-        sys.stderr.write((STOPPED_WRITE_MESSAGE if writes else STOPPED_MESSAGE) + "\n")
+        if writes:
+            return STOPPED  # the caller finds out what was written (memrepo.cli.commands.settle_add)
+        sys.stderr.write(STOPPED_MESSAGE + "\n")
         sys.stderr.flush()
         return STOPPED_CODE
     return FALLBACK if reply.get("fallback") else int(reply["code"])

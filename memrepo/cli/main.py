@@ -16,10 +16,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     from memrepo.cli import client
     command = client.eligible(argv)
+    if command in client.WRITES and "--call-id" not in argv and "--file" not in argv:
+        import uuid
+        argv = [*argv, "--call-id", uuid.uuid4().hex]  # the server's write is named by it
     served = client.call(argv, command) if command else client.OFF
     if isinstance(served, int):
         return served
     from memrepo.cli import app
+    if served == client.STOPPED:  # the server died during the write: what it wrote is looked up
+        return app.main([*argv, "--find-call"])
     code = app.main(argv)
     if served == client.ABSENT:
         client.start()

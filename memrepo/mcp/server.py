@@ -16,7 +16,7 @@ import json
 import warnings
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional, TypeAlias
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
@@ -82,6 +82,19 @@ class Memory:
     def close(self) -> None:
         self.vault.close()
 
+    @staticmethod
+    def client(ctx: Context | None) -> str | None:
+        """The client's name from its MCP initialize request (``clientInfo.name``)."""
+        try:
+            info = ctx.session.client_params.clientInfo if ctx is not None and ctx.session.client_params else None
+        except (AttributeError, ValueError):
+            return None
+        return info.name if info is not None and info.name else None
+
+    def writer(self, ctx: Context | None) -> str:
+        """Who an MCP write is recorded as: the --agent name, else the client's own name."""
+        return self.agent or self.client(ctx) or "mcp-client"
+
 
 class _Server(FastMCP):
     """FastMCP whose argument errors are one line naming the parameter (no validator internals)
@@ -144,6 +157,10 @@ def _write_parameters() -> list[inspect.Parameter]:
                                        annotation=Annotated[Optional[inner], Field(description=f.help)]))
     found.append(inspect.Parameter("scope", keyword, default=None, annotation=Annotated[Optional[Literal["shared"]], Field(
         description="\"shared\": propose to the team's shared pool instead (as `memrepo propose`).")]))
+    found.append(inspect.Parameter("request_id", keyword, default=None, annotation=Annotated[Optional[str], Field(
+        description="Idempotency key (e.g. your turn id): call again with the same id after a timeout and you get the "
+                    "first call's answer; nothing is written twice.", min_length=1, max_length=200)]))
+    found.append(inspect.Parameter("ctx", keyword, default=None, annotation=Optional[Context]))
     return found
 
 
@@ -202,27 +219,39 @@ def build_server(vault_path: str | None = None, agent: str | None = None) -> Fas
     def memory_write(**given: Any) -> CallToolResult:
         """Write one memory: short, hard, reusable (a decision with its reason, a constraint, a preference,
         project state, an evidence pointer such as evidence:<sha> or path#L10-L20), never raw output.
-        `source`: user (the user said it), tool (a tool showed it), model-inference (your own conclusion).
+        `source` says what you can vouch for: model-inference (the default: your own conclusion), tool (a
+        tool's output showed it), user (only when you quote what the user said). The memory is recorded as
+        yours (your agent name), never as the user's.
         Low-risk L1 entries become active at once; constraints, policies, permissions, overrides of an active
         fact, your own inferences and anything above L1 go to review: the answer says pending_review and
         the proposal id, and the memory is not active until a person applies it.
         `scope: "shared"` proposes to the team's shared pool instead (as `memrepo propose`): a fact needs
         subject + fact, knowledge (kind knowledge/pattern/principle) needs `confidence`; the pool reinforces
-        a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy."""
+        a duplicate, writes a new fact, or settles a conflict by the vault's arbitration policy; above L1 it
+        goes to review too. `request_id` (e.g. your turn id): call again with the same id after a timeout and
+        you get the first call's answer; nothing is written twice."""
         body, scope = given.pop("body", ""), given.pop("scope", None)
-        fields = {"subject": "general", "source": "user", **{k: v for k, v in given.items() if v is not None}}
+        request_id, ctx = given.pop("request_id", None), given.pop("ctx", None)
+        agent = state.writer(ctx)
+        fields = {"subject": "general", "source": "model-inference", **{k: v for k, v in given.items() if v is not None},
+                  "x-written-via": f"MCP client {state.client(ctx) or 'unnamed'}"}
 
         def run():
-            if scope == "shared":
-                return api.propose(vault, fields, body, agent=state.agent).as_dict()
-            level = fields.setdefault("layer", "L1")
-            review = (f"written by agent {state.agent or 'via MCP'} into long-term layer {level} "
+            level = fields.get("layer") or "L1"
+            review = (f"written by agent {agent} into long-term layer {level} "
                       "(long-term layers change only through review)") if level != "L1" else None
-            return api.add(vault, fields, body, agent=state.agent, author=state.agent, review=review).as_dict()
+            if scope == "shared":
+                return api.propose(vault, fields, body, agent=agent, review=review, as_agent=True,
+                                   request_id=request_id).as_dict()
+            return api.add(vault, {**fields, "layer": level}, body, agent=agent, author=agent, review=review,
+                           request_id=request_id).as_dict()
         return _result(run)
 
-    memory_write.__signature__ = inspect.Signature(_write_parameters(),  # type: ignore[attr-defined]
+    parameters = _write_parameters()
+    memory_write.__signature__ = inspect.Signature(parameters,  # type: ignore[attr-defined]
                                                    return_annotation=CallToolResult)
+    # the SDK finds the Context parameter (the client's name) through the annotations
+    memory_write.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": CallToolResult}
     server.tool()(memory_write)
 
     @server.tool()

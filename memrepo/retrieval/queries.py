@@ -2,7 +2,6 @@
 ``--queries`` line, and a result as the JSON the CLI and the MCP server return."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from memrepo.retrieval.ranking import Hit, SearchQuery, SearchResult
 
 QUERY_FILTERS = ("subject", "layer", "kind", "tag", "since", "limit", "deep", "history", "advanced", "intent")
+ADVANCED_WORD_CHARS = 1000  # Whoosh's query parser takes time quadratic in a word's length
 
 
 def make_query(text: str, **filters: Any) -> SearchQuery:
@@ -31,18 +31,23 @@ def make_query(text: str, **filters: Any) -> SearchQuery:
     model.check_choice("intent", clean.get("intent"), model.INTENTS)
     if "limit" in clean and (not isinstance(clean["limit"], int) or clean["limit"] < 1):
         raise UsageError("'limit' must be a positive integer")
+    longest = max(map(len, text.split()), default=0) if clean.get("advanced") else 0
+    if longest > ADVANCED_WORD_CHARS:  # 30,000 characters took 10 s and held a shared server
+        raise UsageError(f"an --advanced query takes words of up to {ADVANCED_WORD_CHARS:,} characters (this one has "
+                         f"{longest:,}); search without --advanced for long text")
     return SearchQuery(text=text, **clean)
 
 
 def read_queries(path: Path) -> list[tuple[Any, SearchQuery]]:
     """(qid, SearchQuery) per line of a batch file. The file is input data: every bad line is
     a problem naming its number (InvalidData, exit 5), in line order, and nothing is searched."""
+    from memrepo.store.jsontext import loads
     out, problems = [], []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line, where="the line")
             if not isinstance(record, dict) or "query" not in record:
                 raise ValueError("each line must be an object with a 'query'")
             qid = record.pop("qid", None)

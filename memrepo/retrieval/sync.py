@@ -38,15 +38,16 @@ class SyncReport:
 def read_doc(path: str, data: bytes) -> IndexDoc | None:
     """The index document of one memory file, or None when the file cannot be read."""
     from memrepo.retrieval.fields import IndexDoc
+    from memrepo.store.checks import reader_problem
     from memrepo.store.document import DocumentError, load_bytes
     try:
         parsed = load_bytes(data, path)
     except DocumentError:
         return None
     m = parsed.meta
-    if m.get("id") != id_of(path):
-        # not a memory as it stands (validate: the id is the file name): indexed under
-        # another id, it would outlive the file's next change, which is keyed by the name
+    if m.get("id") != id_of(path) or reader_problem(path, m) is not None:
+        # not a memory as it stands (validate: the id is the file name, the schema holds):
+        # indexed under another id, it would outlive the file's next change, keyed by the name
         return None
     def tup(key):
         value = m.get(key) or ()
@@ -60,13 +61,12 @@ def read_doc(path: str, data: bytes) -> IndexDoc | None:
 
 
 def read_worktree(vault: Vault, path: str) -> IndexDoc | None:
-    """The index document of a memory file as the working tree has it (None: gone or unreadable)."""
-    target = vault.root / path
-    if target.is_symlink() or not target.is_file():
-        return None
+    """The index document of a memory file as the working tree has it (None: gone, unreadable,
+    or reached through a symlink anywhere on the way)."""
+    from memrepo.store.files import LinkRefused, read_inside
     try:
-        return read_doc(path, target.read_bytes())
-    except OSError:
+        return read_doc(path, read_inside(vault.root, path))
+    except (OSError, LinkRefused):
         return None
 
 
@@ -104,8 +104,9 @@ def _sync(vault: Vault, progress=None, each=None) -> SyncReport:
     def rebuilt() -> int:
         return rebuild(vault, progress=progress, each=each)
 
-    index = warm_index(vault)
     head = git.resolve(vault.root, "HEAD")
+    vault.ensure_trusted(head)  # the index's files must not be ones a pull planted (see store/incoming.py)
+    index = warm_index(vault)
     if not index.exists():
         notice = ("building the search index (first search in this vault)" if not vault.index_dir.exists()
                   else "search index of an older format: rebuilding it from the memory files" if index.outdated()

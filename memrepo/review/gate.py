@@ -3,45 +3,51 @@
 The pre-commit hook stops a plain commit that activates a high-risk memory, but git runs no
 hook for a fast-forward, ``cherry-pick``, ``rebase``, ``am``, ``revert`` or ``--no-verify``.
 So ``memrepo validate`` asks git's history instead: for every active memory whose content is
-high risk (by the ``[risk]`` policy), the commit on main that made it active-and-high-risk must
+high risk (by the policy in force), the commit on main that made it active-and-high-risk must
 be one of
 
-* a ``memrepo apply`` merge, recorded under ``refs/memrepo/applied/<proposal>``;
-* a ``memrepo import`` commit (a person's bulk import);
-* a ``memrepo propose`` arbitration commit (``Memrepo-Action: arbitrate``): the vault's
-  ``[arbitration]`` policy (``latest``/``authority``) took the place of the supersede review,
-  and only for memories whose sole high-risk reason is that override (high-risk kinds always
-  go to review);
-* a ``memrepo sync`` merge (``Memrepo-Action: sync``): it brings in versions activated on the
-  other clone's history (audited there) and settles two active values of one fact by the same
-  arbitration policy;
-* the merge (or fast-forward) of a proposal branch that ``memrepo proposals push`` activated:
-  an ``activate`` commit on top of the ``propose`` commit that held the memory as
-  ``pending_review``, whose file is what main now holds;
+* a ``memrepo apply`` merge: recorded under ``refs/memrepo/applied/<proposal>``, a merge whose
+  other side (the proposal) holds the memory;
+* a ``memrepo import`` or ``memrepo propose`` arbitration commit: recorded under
+  ``refs/memrepo/imported/`` / ``refs/memrepo/arbitrated/``; an import only adds files written
+  as ``source: import``, an arbitration only settles a supersede by the ``[arbitration]``
+  policy (high-risk kinds always go to review);
+* the merge (or squash) of an activation ``memrepo proposals push`` made: the commit holds the
+  very file an activation recorded under ``refs/memrepo/proposed/<proposal>`` holds;
+* any other merge (``memrepo sync``, ``git pull``) that brings the version its other side
+  holds: that side's history is audited the same way (so the commit that skipped review there
+  is named); or that settles two active values of one fact (the version kept only gains a
+  ``supersedes`` of the other side's value);
 * a restoration: the commit puts back, unchanged, a version that was active before and was
   retired without being rolled back (``git revert`` of an apply, ``memrepo rollback`` of
   what superseded it, a revert of an archive); the check then follows that earlier version;
 * a commit carrying a ``Memrepo-Override: <reason>`` trailer: listed as an override.
 
-Anything else is reported, naming the activating commit. History is read once for all the
-candidates (one ``git log --raw``), and only their own blobs are read.
+Trailers are not credentials: ``Memrepo-Action`` lines are text anyone can copy into a commit
+message, so memrepo's own commits are recognised by the refs it writes and by what each kind
+of commit can do. Anything else is reported, naming the activating commit. History is read
+once for all the candidates (one ``git log --raw``), and only their own blobs are read.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from memrepo.config import Config
 from memrepo.errors import Problem
 from memrepo.review import risk
+from memrepo.review.records import APPLIED_PREFIX, ARBITRATED_PREFIX, IMPORTED_PREFIX, PROPOSED_PREFIX, record_patterns, trailers
 from memrepo.store import git
 from memrepo.store.checks import RowSet, check_bytes
 from memrepo.store.vault import Vault
 
 OVERRIDE_TRAILER = "Memrepo-Override"
-_TRUSTED_ACTIONS = ("import", "arbitrate", "sync")
 _PATHSPEC_LIMIT = 400  # more candidates than this: ask git for all memory files and filter
+_MERGE_DEPTH = 8       # merges within merges followed at most this deep
+
+# Refs memrepo writes for its own commits (sync carries them between clones).
+APPLIED, PROPOSED, IMPORTED, ARBITRATED = APPLIED_PREFIX, PROPOSED_PREFIX, IMPORTED_PREFIX, ARBITRATED_PREFIX
 
 
 def high_risk_reason(meta: Mapping[str, Any], config: Config) -> str | None:
@@ -78,6 +84,26 @@ class Override:
 class GateReport:
     problems: list[Problem]
     overrides: list[Override]
+    activations: dict[str, str] = field(default_factory=dict)   # memory id -> the commit that activated it
+
+
+@dataclass(frozen=True)
+class Records:
+    """The commits memrepo recorded as its own (by the refs it writes)."""
+    applied: frozenset[str]
+    proposed: frozenset[str]
+    imported: frozenset[str]
+    arbitrated: frozenset[str]
+
+    @classmethod
+    def of(cls, vault: Vault) -> Records:
+        refs = git.refs(vault.root, *record_patterns(APPLIED, PROPOSED, IMPORTED, ARBITRATED))
+
+        def values(prefix: str) -> frozenset[str]:
+            kind = prefix.removeprefix("refs/memrepo/")
+            return frozenset(sha for ref, sha in refs.items()
+                             if ref.startswith(prefix) or (ref.startswith("refs/memrepo/remote/") and f"/{kind}" in ref))
+        return cls(values(APPLIED), values(PROPOSED), values(IMPORTED), values(ARBITRATED))
 
 
 @dataclass(frozen=True)
@@ -91,14 +117,15 @@ class _State:
         return self.status == "active" and self.high
 
 
-def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
-    """Check how each candidate (memory id -> path) became active and high risk on main."""
+def audit(vault: Vault, candidates: Mapping[str, str], *, rev: str | None = None) -> GateReport:
+    """Check how each candidate (memory id -> path) became active and high risk on main (or
+    along ``rev``'s history: the other side of a merge the hook is asked about)."""
     if not candidates or vault.head() is None:
         return GateReport([], [])
     ids = set(candidates)
     paths = ([f":(glob)**/{i}.md" for i in sorted(ids)] if len(ids) <= _PATHSPEC_LIMIT else ["memories", "archive"])
     history: dict[str, list[tuple[git.LogEntry, list[git.RawChange]]]] = {i: [] for i in ids}
-    for entry, changes in git.log_raw(vault.root, vault.main_ref, paths=paths):
+    for entry, changes in git.log_raw(vault.root, rev or vault.main_ref, paths=paths):
         mine: dict[str, list[git.RawChange]] = {}
         for ch in changes:
             memory_id = ch.path.rsplit("/", 1)[-1].removesuffix(".md")
@@ -106,12 +133,13 @@ def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
                 mine.setdefault(memory_id, []).append(ch)
         for memory_id, chs in mine.items():
             history[memory_id].append((entry, chs))
-    applied = _genuine_applied(vault)
+    records = Records.of(vault)
     problems, overrides = [], []
+    activations: dict[str, str] = {}
     with git.BlobReader(vault.root) as reader:
         states = _StateCache(reader, vault.config)
         for memory_id in sorted(ids):
-            verdict = _judge(vault, memory_id, history[memory_id], states, applied)
+            verdict = _judge(vault, memory_id, history[memory_id], states, records, activations=activations)
             if verdict is None:
                 continue
             entry, reason, override = verdict
@@ -124,7 +152,7 @@ def audit(vault: Vault, candidates: Mapping[str, str]) -> GateReport:
                     f"{entry.author}) without review; undo it ('git revert {entry.commit[:12]}') and write it with "
                     f"'memrepo add' so it goes to review, or, if it was deliberate, say so in a commit with a "
                     f"'{OVERRIDE_TRAILER}: <reason>' trailer")))
-    return GateReport(problems, overrides)
+    return GateReport(problems, overrides, activations)
 
 
 class _StateCache:
@@ -147,7 +175,8 @@ class _StateCache:
         return self.cache[sha]
 
 
-def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied: set[str]):
+def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, records: Records, *, depth: int = 0,
+           activations: dict[str, str] | None = None):
     """(activating commit, risk reason, override reason or None) when review was skipped; None when fine."""
     steps = []   # newest first: (entry, before states, after states, changes)
     for entry, changes in versions:
@@ -163,16 +192,18 @@ def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied:
         if j is None:
             return None
         entry, _before, after, changes = steps[j]
-        found = git_trailers(entry.body)
+        if activations is not None:
+            activations.setdefault(memory_id, entry.commit)
         new = [c for c in changes if c.new_sha != git.ZERO
                and (state := states(c.new_sha, c.path)) is not None and state.active_high]
-        if entry.commit in applied or (new and _trusted_action(vault, entry, found, new[0], states)):
+        if new and _recorded(vault, entry, new[0], states, records):
             return None
+        found = git_trailers(entry.body)
         if found.get(OVERRIDE_TRAILER):
             return entry, "", found[OVERRIDE_TRAILER]
-        if new and (_from_pushed_proposal(vault, entry, memory_id, new[0].new_sha)
-                    or _squash_of_pushed_proposal(vault, memory_id, new[0], states)):
-            return None
+        if new and len(entry.parents) >= 2:
+            side = _through_merge(vault, memory_id, entry, new[0], states, records, depth)
+            return None if side is True else side
         restored = _restored_from(steps, j, next(s for s in after if s.active_high).key)
         if restored is None:
             reason = high_risk_reason(_meta_of(states, new), vault.config) if new else "high risk"
@@ -181,39 +212,76 @@ def _judge(vault: Vault, memory_id: str, versions, states: _StateCache, applied:
     return None
 
 
-def _trusted_action(vault: Vault, entry: git.LogEntry, found: Mapping[str, str], change: git.RawChange,
-                   states: _StateCache) -> bool:
-    """A memrepo commit whose kind may activate a high-risk memory, checked against what such a
-    commit can do, so a hand commit that only copies the trailer is still seen:
+def _recorded(vault: Vault, entry: git.LogEntry, change: git.RawChange, states: _StateCache, records: Records) -> bool:
+    """A commit memrepo recorded as its own, checked against what that kind of commit can do:
 
-    * ``import`` adds new files written as ``source: import``; it never edits a memory;
-    * ``arbitrate`` settles a supersede by policy: the memory's sole high-risk reason is that
-      it overrides a state (a high-risk kind always goes to review);
-    * ``sync`` merges another clone's main: it is a merge commit.
+    * an apply merge: its other side (the proposal it merged) holds the memory;
+    * an import: adds new files written as ``source: import``;
+    * an arbitration: the memory's sole high-risk reason is the override it settled;
+    * a merge (or squash) of an activation ``proposals push`` made: the very file it holds.
     """
-    action = found.get("Memrepo-Action")
-    if action not in _TRUSTED_ACTIONS:
-        return False
+    if entry.commit in records.applied and len(entry.parents) >= 2:
+        name = f"{entry.parents[1]}:{change.path}"
+        if git.object_ids(vault.root, [name])[name]:
+            return True
     meta = _meta_of(states, [change])
-    if action == "import":
-        return change.status == "A" and meta.get("source") == "import"
-    if action == "arbitrate":
-        return not risk.assess(meta, RowSet(), vault.config).high
-    return len(entry.parents) >= 2  # a sync is a merge (it may settle a fact by policy, so its version can be new)
+    if entry.commit in records.imported and change.status == "A" and meta.get("source") == "import":
+        return True
+    if entry.commit in records.arbitrated and not risk.assess(meta, RowSet(), vault.config).high:
+        return True
+    if records.proposed:
+        held = git.object_ids(vault.root, [f"{a}:{change.path}" for a in records.proposed])
+        if change.new_sha in held.values():
+            return True
+    return False
 
 
-def _squash_of_pushed_proposal(vault: Vault, memory_id: str, change: git.RawChange, states: _StateCache) -> bool:
-    """True when the commit holds, byte for byte, the version the "activate on merge" commit of
-    the memory's pushed proposal holds (a squash or rebase merge on a forge copies it)."""
-    pid = _meta_of(states, [change]).get("proposal")
-    if not isinstance(pid, str) or not pid:
-        return False
-    refs = git.ref_messages(vault.root, f"refs/heads/proposal/{pid}") | git.ref_messages(vault.root, f"refs/remotes/*/proposal/{pid}")
-    activating = [ref for ref, (_tip, message) in refs.items()
-                  if git_trailers(message).get("Memrepo-Action") == "activate"
-                  and git_trailers(message).get("Memrepo-Proposal") == pid]
-    held = git.object_ids(vault.root, [f"{ref}:{change.path}" for ref in activating])
-    return bool(change.new_sha) and change.new_sha in held.values()
+def _held_by(vault: Vault, rev: str, memory_id: str, path: str, states: _StateCache) -> tuple[str, _State] | None:
+    """(path, state) of the memory in commit ``rev`` (where main has it, else wherever it is)."""
+    name = f"{rev}:{path}"
+    blob = git.object_ids(vault.root, [name])[name]
+    if blob is None:
+        other = vault.find_path(memory_id, rev)
+        if other is None:
+            return None
+        path, blob = other, git.object_ids(vault.root, [f"{rev}:{other}"])[f"{rev}:{other}"]
+    state = states(blob, path) if blob else None
+    return (path, state) if state is not None else None
+
+
+def _through_merge(vault: Vault, memory_id: str, entry: git.LogEntry, change: git.RawChange, states: _StateCache,
+                   records: Records, depth: int):
+    """A merge that activated the memory on main's line: True when its other side already held
+    it active and high risk and that side's history passes the audit (or the merge settled two
+    active values of one fact); else the verdict naming the commit that skipped review."""
+    sides = [(parent, h) for parent in entry.parents[1:] if (h := _held_by(vault, parent, memory_id, change.path, states))]
+    held = [h for _parent, h in sides]
+    for parent, (_path, state) in sides:
+        if not state.active_high:
+            continue
+        if depth >= _MERGE_DEPTH:
+            return entry, "high risk (merges nested too deep to follow)", None
+        return _judge(vault, memory_id, _versions(vault, parent, memory_id), states, records, depth=depth + 1) or True
+    meta = _meta_of(states, [change])
+    target = meta.get("supersedes")
+    plain = {k: v for k, v in meta.items() if k != "supersedes"}
+    mine = _held_by(vault, entry.parents[0], memory_id, change.path, states)
+    if isinstance(target, str) and any(s.status == "active" for _p, s in [*held, *([mine] if mine else [])]) and \
+            high_risk_reason(plain, vault.config) is None and \
+            any((h := _held_by(vault, p, target, change.path, states)) and h[1].status == "active" for p in entry.parents):
+        return True  # two active values of one fact settled by the merge: the kept one supersedes the other
+    return entry, high_risk_reason(meta, vault.config) or "high risk", None
+
+
+def _versions(vault: Vault, rev: str, memory_id: str) -> list[tuple[git.LogEntry, list[git.RawChange]]]:
+    """The memory's history along ``rev``'s first-parent line, newest first."""
+    name = f"/{memory_id}.md"
+    found = []
+    for entry, changes in git.log_raw(vault.root, rev, paths=[f":(glob)**/{memory_id}.md"]):
+        mine = [c for c in changes if ("/" + c.path).endswith(name)]
+        if mine:
+            found.append((entry, mine))
+    return found
 
 
 def _restored_from(steps, j: int, key: str) -> int | None:
@@ -233,53 +301,7 @@ def _meta_of(states: _StateCache, changes) -> dict[str, Any]:
     return dict(memory.meta) if memory else {}
 
 
-def _from_pushed_proposal(vault: Vault, entry: git.LogEntry, memory_id: str, blob: str) -> bool:
-    """True when ``entry`` merged (or is) the activation commit ``memrepo proposals push`` made
-    for this memory, on top of the proposal that held it for review, with this very file."""
-    rng = [entry.commit] if len(entry.parents) < 2 else [f"{entry.parents[0]}..{p}" for p in entry.parents[1:]]
-    for rev in rng:
-        extra = ["-n", "1"] if rev == entry.commit else ["-n", "200"]
-        for act in git.log(vault.root, rev, extra=extra):
-            t = git_trailers(act.body)
-            if t.get("Memrepo-Action") != "activate" or not act.parents:
-                continue
-            parent = git.log(vault.root, act.parents[0], extra=["-n", "1"])[0]
-            p = git_trailers(parent.body)
-            if (p.get("Memrepo-Action") != "propose" or p.get("Memrepo-Proposal") != t.get("Memrepo-Proposal")
-                    or memory_id not in p.get("Memrepo-Ids", "").split(",")):
-                continue
-            if _blob_of(vault, act.commit, memory_id) == blob and _status_at(vault, parent.commit, memory_id) == "pending_review":
-                return True
-    return False
-
-
-def _blob_of(vault: Vault, rev: str, memory_id: str) -> str | None:
-    path = vault.find_path(memory_id, rev)
-    return git.object_ids(vault.root, [f"{rev}:{path}"])[f"{rev}:{path}"] if path else None
-
-
-def _status_at(vault: Vault, rev: str, memory_id: str) -> str | None:
-    path = vault.find_path(memory_id, rev)
-    if path is None:
-        return None
-    memory, _ = check_bytes(path, git.read_blob(vault.root, f"{rev}:{path}"))
-    return memory.meta.get("status") if memory else None
-
-
-def _genuine_applied(vault: Vault) -> set[str]:
-    """The commits of ``refs/memrepo/applied/<id>`` markers that are ``memrepo apply`` merges of
-    that very proposal: a marker pointed at a hand commit (``git update-ref``) vouches for nothing.
-    (A marker ``memrepo sync`` records for a forge merge is checked as that merge instead.)"""
-    found = set()
-    for ref, (sha, message) in git.ref_messages(vault.root, "refs/memrepo/applied/").items():
-        t = git_trailers(message)
-        if t.get("Memrepo-Action") == "apply" and t.get("Memrepo-Proposal") == ref.rsplit("/", 1)[-1]:
-            found.add(sha)
-    return found
-
-
 def git_trailers(message: str) -> dict[str, str]:
-    from memrepo.review.proposals import trailers
     return trailers(message)
 
 

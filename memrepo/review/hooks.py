@@ -34,9 +34,16 @@ def install(root: Path, *, python: str | None = None) -> list[str]:
             target.rename(legacy)
             done.append(f"{name}: kept your hook as {legacy.name}")
         target.write_text(text, encoding="utf-8")
-        target.chmod(0o755)
+        target.chmod(0o777 & ~_umask())  # executable, readable by whom the user's umask allows
         done.append(f"{name}: installed")
     return done
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _refuse_shared_hooks_path(root: Path) -> None:

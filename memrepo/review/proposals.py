@@ -23,14 +23,11 @@ from typing import Any, Iterable, Mapping
 from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, UsageError
 from memrepo.model import MERGE_MODES, Memory, check_choice, new_id, now_iso
 from memrepo.review import proposal_files
+from memrepo.review.records import APPLIED_PREFIX, BRANCH_PREFIX, PROPOSED_PREFIX, REJECTED_PREFIX, trailers  # noqa: F401
 from memrepo.store import faults, git
 from memrepo.store.checks import Overlay, Row, check_rows
 from memrepo.store.vault import Vault
 
-BRANCH_PREFIX = "proposal/"
-APPLIED_PREFIX = "refs/memrepo/applied/"
-REJECTED_PREFIX = "refs/memrepo/rejected/"
-_TRAILER_RE = re.compile(r"^(Memrepo-[A-Za-z-]+): ?(.*)$", re.MULTILINE)
 _REVERTS_RE = re.compile(r"^This reverts (?:the part of )?commit ([0-9a-f]{40})", re.MULTILINE)
 MODES = MERGE_MODES
 
@@ -55,10 +52,6 @@ class Proposal:
                 "reason": self.reason, **({"outcome": self.outcome} if self.outcome else {})}
 
 
-def trailers(message: str) -> dict[str, str]:
-    return {k: v.strip() for k, v in _TRAILER_RE.findall(message)}
-
-
 def new_proposal_id(memories: list[Memory]) -> str:
     if len(memories) == 1:
         return f"prop_{memories[0].id}"[:128]
@@ -70,7 +63,8 @@ def new_proposal_id(memories: list[Memory]) -> str:
 def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = False,
            remote: str = "origin", proposal_id: str | None = None,
            deletes: Iterable[Memory] = (), affected: Iterable[str] = (), checked: bool = False,
-           files: Mapping[str, bytes] | None = None) -> Proposal:
+           files: Mapping[str, bytes] | None = None, agent: str | None = None, request_id: str | None = None,
+           call_id: str | None = None) -> Proposal:
     """Open a proposal branch for ``memories`` (and deletions) (caller holds the vault lock).
 
     ``checked``: the caller has already checked each memory on its own and its id against
@@ -95,8 +89,11 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
                f"Memrepo-Action: propose\nMemrepo-Proposal: {pid}\nMemrepo-Base: {base}\n"
                f"Memrepo-Ids: {ids}\nMemrepo-Author: {first.meta.get('author', '')}\n"
                f"Memrepo-Reason: {reason}\n")
+    from memrepo.review import requests
+    message += "".join(f"{k}: {v}\n" for k, v in requests.trailers(request_id, call_id).items())
     vault.commit(writes=memories, deletes=[m.path for m in deletes], message=message, branch=branch,
-                 parent=base, reason=f"memrepo: propose {pid}", files={**adds})
+                 parent=base, reason=f"memrepo: propose {pid}", files={**adds}, agent=agent,
+                 also=requests.record(request_id))
     proposal = get(vault, pid)
     if push:
         push_proposal(vault, pid, remote=remote)
@@ -139,7 +136,8 @@ def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str 
                   + (f", fact {meta['fact']}" if meta.get("fact") else "") + f"): {meta.get('summary')}",
                   f"  Risk: {meta.get('risk', 'high')}: {reason}",
                   f"1. Triggered by: {meta.get('author', 'unknown')} (source: {meta.get('source')}"
-                  + (f", session {meta['session']}" if meta.get("session") else "") + ")",
+                  + (f", session {meta['session']}" if meta.get("session") else "")
+                  + (f", written through {meta['x-written-via']}" if meta.get("x-written-via") else "") + ")",
                   *_supersedes_lines(vault, m),
                   "3. Evidence: " + ("; ".join(meta.get("evidence", ())) or "none given"),
                   "4. Affects: " + ("; ".join([*meta.get("affects", ()), *(f"cited by {a}" for a in affected)])
@@ -232,7 +230,8 @@ def _items(vault: Vault, refs: dict[str, str], *, markers: dict[str, str] | None
     default ``refs``, records its outcome; left out without ``include_merged``)."""
     items: list[_Item] = []
     branch_prefix = "refs/heads/" + BRANCH_PREFIX
-    merged = _merged_on_main(vault) if any(ref.startswith(branch_prefix) for ref in refs) else {}
+    from memrepo.review.merged import forge_outcome, merged_on_main
+    merged = merged_on_main(vault) if any(ref.startswith(branch_prefix) for ref in refs) else {}
     markers = refs if markers is None else markers
     closed = {ref: sha for ref, sha in refs.items() if ref.startswith((APPLIED_PREFIX, REJECTED_PREFIX))}
     marker_commits = git.commits(vault.root, closed.values())
@@ -242,7 +241,7 @@ def _items(vault: Vault, refs: dict[str, str], *, markers: dict[str, str] | None
             if ref not in merged:
                 items.append((pid, sha, "open", ref.removeprefix("refs/heads/"), {}))
             elif include_merged and APPLIED_PREFIX + pid not in markers and REJECTED_PREFIX + pid not in markers:
-                items.append((pid, sha, "applied", BRANCH_PREFIX + pid, _forge_outcome(vault, sha, merged[ref])))
+                items.append((pid, sha, "applied", BRANCH_PREFIX + pid, forge_outcome(vault, sha, merged[ref])))
             continue
         status = "applied" if ref.startswith(APPLIED_PREFIX) else "rejected"
         pid = ref.removeprefix(APPLIED_PREFIX if status == "applied" else REJECTED_PREFIX)
@@ -285,51 +284,6 @@ def open_ids(vault: Vault) -> dict[str, str]:
         for memory_id in filter(None, t.get("Memrepo-Ids", "").split(",")):
             found.setdefault(memory_id, ref.removeprefix(prefix))
     return found
-
-
-def _merged_on_main(vault: Vault) -> dict[str, list[str]]:
-    """Proposal branches whose "activate on merge" tip main already holds, each with the
-    paths main holds it at: merged on a forge and brought in by a pull or a sync. A merge or
-    fast-forward makes the tip an ancestor of main (one git call); a squash merge (or a
-    cherry-pick) does not, but leaves every memory the proposal carries on main exactly as the
-    tip has it (one more call, only when such a branch's memories are all on main)."""
-    prefix = "refs/heads/" + BRANCH_PREFIX
-    main = vault.main_ref
-    activating = {ref: (tip, trailers(message)) for ref, (tip, message) in git.ref_messages(vault.root, prefix).items()
-                  if trailers(message).get("Memrepo-Action") == "activate"}
-    if not activating:
-        return {}
-    merged: dict[str, list[str]] = {ref: [] for ref in git.ref_messages(vault.root, prefix, merged_into=main)
-                                    if ref in activating}
-    catalog = vault.catalog()
-    candidates: dict[str, tuple[str, list[str]]] = {}
-    for ref, (tip, t) in activating.items():
-        ids = [i for i in t.get("Memrepo-Ids", "").split(",") if i]
-        paths = [catalog.path_of(i) for i in ids]
-        if ref not in merged and ids and all(paths):
-            candidates[ref] = (tip, [p for p in paths if p])
-    if candidates:
-        head = git.rev_parse(vault.root, main)
-        blobs = git.object_ids(vault.root, [f"{rev}:{p}" for tip, paths in candidates.values()
-                                            for rev in (head, tip) for p in paths])
-        for ref, (tip, paths) in candidates.items():
-            if all(blobs[f"{head}:{p}"] is not None and blobs[f"{head}:{p}"] == blobs[f"{tip}:{p}"] for p in paths):
-                merged[ref] = paths
-    return merged
-
-
-def _forge_outcome(vault: Vault, tip: str, squashed: list[str]) -> dict[str, Any]:
-    """Who applied a proposal by merging its pushed branch (``tip``) into main, and when; for a
-    squash merge (``squashed``: the paths main holds it at), the newest commit on main that
-    brought those files to the tip's content."""
-    if squashed:
-        found = git.log(vault.root, vault.main_ref, paths=squashed, extra=["-1"])
-        if found:
-            return {"by": found[0].author, "at": found[0].date, "commit": found[0].commit,
-                    "via": "squash merge of the pushed branch"}
-    merge = git.merge_commit_of(vault.root, tip, vault.main_ref) or tip  # a fast-forward: the tip itself
-    entry = git.commits(vault.root, [merge])[merge]
-    return {"by": entry.author, "at": entry.date, "commit": merge, "via": "merge of the pushed branch"}
 
 
 def _reverts(vault: Vault) -> dict[str, dict[str, str]]:
@@ -542,6 +496,7 @@ def push_proposal(vault: Vault, ref: str, *, remote: str = "origin") -> str:
         _add_activation(vault, proposal)
     try:
         git.push_branch(vault.root, remote, proposal.branch)
+        git.push(vault.root, remote, [f"{PROPOSED_PREFIX}{proposal.id}:{PROPOSED_PREFIX}{proposal.id}"])
     except GitError as e:
         raise GitError(f"pushing {proposal.branch} to {remote} failed (nothing was forced): {e}") from None
     return proposal.branch
@@ -584,5 +539,7 @@ def _add_activation(vault: Vault, proposal: Proposal) -> None:
                f"the memories become active and what they supersede becomes superseded.\n\n"
                f"Memrepo-Action: activate\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(proposal.ids)}\n")
     with vault.lock(reentrant=True):
+        # recorded as memrepo's own activation by a ref (the audit trusts no commit message)
         vault.commit(writes=writes, deletes=deletes, message=message, branch=proposal.branch, parent=proposal.tip,
-                     expect=proposal.tip, reason=f"memrepo: activate {proposal.id}")
+                     expect=proposal.tip, reason=f"memrepo: activate {proposal.id}",
+                     also=[git.RefChange(PROPOSED_PREFIX + proposal.id, git.NEW_COMMIT, None)])

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from memrepo.config import CONFIG_PATH
 from memrepo.errors import Problem
 from memrepo.model import MEMORY_ROOTS, is_memory_path
 from memrepo.review import check_audit, gate, risk
@@ -21,11 +22,13 @@ from memrepo.store.vault import Vault
 
 
 def _read_disk(vault: Vault, rel: str) -> tuple[Row | None, list[Problem], dict]:
-    path = vault.root / rel
-    if path.is_symlink():
+    from memrepo.store.files import LinkRefused, read_inside
+    if (vault.root / rel).is_symlink():
         return None, [Problem(rel, "(file)", "is a symlink; memories must be regular files inside the vault (replace the link with the file)")], {}
     try:
-        data = path.read_bytes()
+        data = read_inside(vault.root, rel)
+    except LinkRefused as e:
+        return None, list(e.problems), {}
     except OSError as e:
         return None, [Problem(rel, "(file)", f"cannot be read: {e.strerror}")], {}
     memory, problems = check_bytes(rel, data)
@@ -41,15 +44,53 @@ def validate_tree(vault: Vault) -> list[Problem]:
     return validate_vault(vault).problems
 
 
-def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None = None) -> GateReport:
+def validate_vault(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+                   require_signed: bool = False) -> GateReport:
     """:func:`validate_tree`'s problems plus the deliberate overrides of the review gate;
-    ``progress(done, total)`` follows the reading of the files."""
+    ``progress(done, total)`` follows the reading of the files. With ``require_signed`` every
+    commit that made a high-risk memory active or changed the review policy must carry a good
+    signature (git's own check, ``%G?`` = G): what a person with push access can forge
+    otherwise (a whole memrepo commit and its record) needs their key then."""
+    from memrepo.errors import UnsafeChange
+    try:
+        vault.ensure_trusted()
+    except UnsafeChange as e:  # what a plain pull or clone brought: reported, and nothing of it is read
+        return GateReport(sorted(set(e.problems)), [])
     high: dict[str, str] = {}
     rows, problems = _read_all(vault, vault.tree_paths(), high_risk=high, progress=progress)
     problems += check_rows(rows, RowSet(rows))
     report = gate.audit(vault, high)
+    from memrepo.review import policy
+    problems += [p.problem() for p in policy.pending(vault)]  # the review policy is audited like memories
+    if require_signed:
+        problems += _unsigned(vault, {high[i]: c for i, c in report.activations.items() if i in high})
     problems += check_audit.tree_problems(vault, rows)
-    return GateReport(sorted(set(problems + report.problems)), report.overrides + check_audit.accepted_regressions(vault))
+    return GateReport(sorted(set(problems + report.problems)),
+                      [*report.overrides, *check_audit.accepted_regressions(vault), *policy.acceptances(vault)],
+                      report.activations)
+
+
+_SIGNATURE = {"N": "no signature", "B": "a bad signature", "U": "a signature by a key not in the allowed signers",
+              "E": "a signature git cannot check (missing key or program)", "X": "an expired signature",
+              "Y": "a signature by an expired key", "R": "a signature by a revoked key"}
+
+
+def _unsigned(vault: Vault, activated: dict[str, str]) -> list[Problem]:
+    """The activations (path -> commit) and the review-policy changes whose commit lacks a good signature."""
+    from memrepo.store import policy as store_policy
+    changes = [commit for commit, _blob in store_policy.history(vault.root, vault.main_ref)][1:]  # after the vault's creation
+    records = list(git.refs(vault.root, store_policy.RECORDS).values())
+    found = git.signatures(vault.root, [*activated.values(), *changes, *records])
+    problems = [Problem(path, "signature", (
+        f"became active in {commit[:12]}, a commit with {_SIGNATURE.get(found.get(commit, 'N'), 'no good signature')}; "
+        "sign your commits (git config commit.gpgSign true; memrepo then signs its own) and list the keys in "
+        "gpg.ssh.allowedSignersFile or your GnuPG keyring"))
+        for path, commit in activated.items() if found.get(commit) != "G"]
+    problems += [Problem(CONFIG_PATH, "signature", (
+        f"changed in {commit[:12]}, a commit with {_SIGNATURE.get(found.get(commit, 'N'), 'no good signature')}; "
+        "the review policy is signed like every activation"))
+        for commit in [*changes, *records] if found.get(commit) != "G"]
+    return problems
 
 
 def _read_all(vault: Vault, rels: Iterable[str], *, high_risk: dict[str, str] | None = None,
@@ -112,10 +153,13 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
         return []
     catalog = vault.catalog(sync=False)
     catalog.sync(head)
-    changes = git.diff_index(vault.root, "HEAD", cached=True, paths=MEMORY_ROOTS, index_file=index_file)
+    changes = git.diff_index(vault.root, "HEAD", cached=True, paths=[*MEMORY_ROOTS, CONFIG_PATH], index_file=index_file)
     rows, problems, deleted_paths = [], [], []
     with git.BlobReader(vault.root) as reader:
         for ch in changes:
+            if ch.path == CONFIG_PATH:
+                problems += _check_policy_change(vault, reader.read(ch.sha) if ch.status != "D" else b"")
+                continue
             if ch.status == "D":
                 deleted_paths.append(ch.path)
                 continue
@@ -141,14 +185,33 @@ def check_staged(vault: Vault, *, index_file: str | None = None, merge_head: str
     return sorted(set(problems))
 
 
+def _check_policy_change(vault: Vault, staged: bytes) -> list[Problem]:
+    """A staged config.toml that lowers the review policy is a high-risk change: refused unless
+    a person accepted that very file (``memrepo policy accept`` commits and records it)."""
+    from memrepo.config import parse_policy_text, policy_weakenings
+    from memrepo.store import policy
+    if policy.blob_id(staged) in policy.accepted(vault.root):
+        return []
+    return [Problem(CONFIG_PATH, key, (
+        f"lowering the review policy is a high-risk change ({what}): accept it with "
+        "'memrepo policy accept --why TEXT' (it commits the file and records who accepted it), or leave it out"))
+        for key, what in policy_weakenings(vault.config, parse_policy_text(staged.decode("utf-8", "replace")))]
+
+
 def _check_review_gate(vault: Vault, catalog, rows, merge_head: str | None) -> list[Problem]:
     """Invariant 4: a high-risk memory becomes active on main only through a proposal."""
     if git.head_ref(vault.root) != vault.main_ref:
         return []
-    via_proposal = _proposal_ids(vault, merge_head) if merge_head else set()
-    candidates = [(row, memory) for row, memory in rows if row.status == "active" and row.id not in via_proposal]
+    candidates = [(row, memory) for row, memory in rows if row.status == "active"]
+    # A merge that brings the other side's version unchanged activates nothing itself (validate
+    # audits that side's history); a file an activation memrepo recorded holds was reviewed.
+    brought = _as_merged(vault, merge_head, [(row, memory.blob) for row, memory in candidates]) if merge_head else {}
+    passed: set[str] = set()
+    if brought:  # ... when that side's own history passes the audit
+        skipped = gate.audit(vault, brought, rev=merge_head).problems
+        passed = set(brought.values()) - {p.path for p in skipped}
     activated = _as_activated(vault, [(row, memory.blob) for row, memory in candidates])
-    candidates = [(row, memory) for row, memory in candidates if row.path not in activated]
+    candidates = [(row, memory) for row, memory in candidates if row.path not in activated | passed]
     befores = {row.id: catalog.with_id(row.id) for row, _memory in candidates}
     high = _were_high(vault, [b[0].path for b in befores.values() if b and b[0].status == "active"])
     problems = []
@@ -184,31 +247,25 @@ def _were_high(vault: Vault, paths: list[str]) -> set[str]:
 
 
 def _as_activated(vault: Vault, staged: list[tuple[Row, str | None]]) -> set[str]:
-    """Paths of staged files that are, byte for byte, the activated version on their proposal branch.
+    """Paths of staged files that are, byte for byte, what an activation memrepo made and
+    recorded holds (``refs/memrepo/proposed/<id>``, written by ``memrepo proposals push``).
 
     ``git merge`` runs pre-merge-commit before it writes MERGE_HEAD, so a person merging a
-    pushed proposal branch (``memrepo proposals push`` added the activation commit) cannot be
-    recognised by the merge head; the reviewed blob on ``proposal/<id>`` (local or fetched) can.
-    """
-    staged = [(row, blob) for row, blob in staged if row.proposal and blob]
-    if not staged:
+    pushed proposal branch cannot be recognised by the merge head; the recorded activation can
+    (its trailers prove nothing: a hand commit can copy them)."""
+    from memrepo.review.records import PROPOSED_PREFIX as PROPOSED
+    from memrepo.review.records import record_patterns
+    staged = [(row, blob) for row, blob in staged if blob]
+    recorded = list(set(git.refs(vault.root, *record_patterns(PROPOSED)).values())) if staged else []
+    if not recorded:
         return set()
-    refs = git.refs(vault.root, "refs/heads/proposal/", "refs/remotes/")
-    by_proposal: dict[str, list[str]] = {}
-    for ref in refs:
-        head, sep, pid = ref.partition("/proposal/")
-        if sep and (head == "refs/heads" or (head.startswith("refs/remotes/") and head.count("/") == 2)):
-            by_proposal.setdefault(pid, []).append(ref)
-    asked = {row.path: [f"{ref}:{row.path}" for ref in by_proposal.get(str(row.proposal), [])] for row, _blob in staged}
-    ids = git.object_ids(vault.root, [name for names in asked.values() for name in names])
-    return {row.path for row, blob in staged if any(ids[name] == blob for name in asked[row.path])}
+    ids = git.object_ids(vault.root, [f"{tip}:{row.path}" for row, _blob in staged for tip in recorded])
+    return {row.path for row, blob in staged if any(ids[f"{tip}:{row.path}"] == blob for tip in recorded)}
 
 
-def _proposal_ids(vault: Vault, merge_head: str) -> set[str]:
-    from memrepo.review.proposals import trailers
-    ids: set[str] = set()
-    for entry in git.log(vault.root, f"HEAD..{merge_head}"):
-        t = trailers(entry.body)
-        if t.get("Memrepo-Action") in ("propose", "activate") and t.get("Memrepo-Ids"):
-            ids.update(t["Memrepo-Ids"].split(","))
-    return ids
+def _as_merged(vault: Vault, merge_head: str, staged: list[tuple[Row, str | None]]) -> dict[str, str]:
+    """id -> path of the staged files the merged commit holds byte for byte (the merge brings them)."""
+    staged = [(row, blob) for row, blob in staged if blob]
+    ids = git.object_ids(vault.root, [f"{merge_head}:{row.path}" for row, _blob in staged])
+    return {row.id: row.path for row, blob in staged if ids[f"{merge_head}:{row.path}"] == blob}
+

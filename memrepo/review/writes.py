@@ -6,7 +6,6 @@ and the cross-file invariants -> risk check -> commit to main (low risk) or open
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +14,20 @@ from typing import Any, Callable, Sequence
 from memrepo.errors import InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, new_id, normalise_timestamp, now_iso
 from memrepo.review import risk
-from memrepo.store import faults, git
+from memrepo.store import faults, git, jsontext
 from memrepo.store.checks import Overlay, Row, check_memory, check_new_ids, check_rows, check_scope, text_problems
 from memrepo.store.vault import Vault, render_bytes
 
 DEFAULT_SUBJECT = "general"
 DEFAULT_KIND = {"L1": "event", "L2": "pattern", "L3": "principle", "L4": "identity"}
 SUMMARY_CHARS = 120
+
+
+def import_record() -> git.RefChange:
+    """The record of an import commit (for its own ref transaction): the audit knows a bulk
+    import by it (memrepo.review.gate), not by the commit message's trailer."""
+    from memrepo.review.records import IMPORTED_PREFIX
+    return git.RefChange(IMPORTED_PREFIX + new_id().replace("mem_", "imp_", 1), git.NEW_COMMIT, None)
 
 
 @dataclass(frozen=True)
@@ -86,12 +92,20 @@ def build(fields: dict[str, Any], body: str, *, author: str, source: str = "user
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | None = None, agent: str | None = None,
-        push: bool = False, remote: str = "origin", review: str | None = None) -> WriteResult:
+        push: bool = False, remote: str = "origin", review: str | None = None,
+        request_id: str | None = None, call_id: str | None = None) -> WriteResult:
     """Write one memory: low risk commits to main as active, high risk opens a proposal.
 
     ``agent`` is the agent acting (the default author; only it may write its private scope).
     ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
-    write into a long-term layer, for instance."""
+    ``agent`` is the agent acting: the default author and the commit's author (with the email of
+    the person whose git identity runs it), and the only one who may write its private scope.
+    ``review`` (a reason) sends the write to review whatever the risk policy says: an agent's
+    write into a long-term layer, for instance. ``request_id`` (an idempotency key): a retry with
+    the same key returns the first write's result. ``call_id`` is only named in the commit (how a
+    caller that lost the answer finds out what was written)."""
+    from memrepo.review import requests
+    request_id = requests.checked(request_id)
     memory = build(fields, body, author=author or fields.get("author") or default_author(vault, agent))
     _refuse_given_status(fields)
     unwritable = text_problems(memory)
@@ -100,11 +114,30 @@ def add(vault: Vault, fields: dict[str, Any], body: str = "", *, author: str | N
     refuse_foreign_scope(vault, memory, agent)
     with vault.lock():
         vault.require_main_checkout()
-        return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")))
+        done = requests.recorded(vault, request_id)
+        if done:
+            return result_of(vault, done)
+        return write_locked(vault, memory, push=push, remote=remote, review=review, given_id=bool(fields.get("id")),
+                            agent=agent, request_id=request_id, call_id=call_id)
+
+
+def result_of(vault: Vault, commit: str) -> WriteResult:
+    """The result a write that made ``commit`` returned (a retried request answers with it)."""
+    from memrepo.review.proposals import trailers
+    t = trailers(git.commits(vault.root, [commit])[commit].body)
+    memory_id = t.get("Memrepo-Id") or t.get("Memrepo-Ids", "").split(",")[0]
+    path = vault.find_path(memory_id, commit)
+    if path is None:
+        raise InvalidMemory([], f"the commit {commit[:12]} recorded for this request holds no memory {memory_id!r}")
+    m = vault.read_at(commit, path).meta
+    proposal = t.get("Memrepo-Proposal") if t.get("Memrepo-Action") == "propose" else None
+    return WriteResult(memory_id, path, str(m.get("status")), None if proposal else commit, proposal,
+                       m.get("risk"), m.get("risk_reason"), m.get("supersedes"))
 
 
 def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: str = "origin",
-                 review: str | None = None, given_id: bool = True) -> WriteResult:
+                 review: str | None = None, given_id: bool = True, agent: str | None = None,
+                 request_id: str | None = None, call_id: str | None = None) -> WriteResult:
     """The rest of :func:`add` for a caller that already holds the vault lock on main.
 
     ``given_id`` False says the id was just generated: no open proposal can carry it, so the
@@ -126,13 +159,16 @@ def write_locked(vault: Vault, memory: Memory, *, push: bool = False, remote: st
         from memrepo.review import proposals
         _check_alone(vault, memory)
         faults.point("add-checked")
-        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True)
+        proposal = proposals.create(vault, [memory], reason=decision.reason, push=push, remote=remote, checked=True,
+                                    agent=agent, request_id=request_id, call_id=call_id)
         return WriteResult(memory.id, memory.path, memory.status, None, proposal.id,
                            decision.level, decision.reason, memory.supersedes)
     writes = [memory] + _superseded(vault, decision.supersedes, memory)
     vault.check_new(writes)
     faults.point("add-checked")
-    result = vault.commit(writes=writes, message=message_for("add", memory))
+    from memrepo.review import requests
+    message = message_for("add", memory, extra=requests.trailers(request_id, call_id))
+    result = vault.commit(writes=writes, message=message, agent=agent, also=requests.record(request_id))
     return WriteResult(memory.id, memory.path, memory.status, result.commit, None,
                        decision.level, decision.reason, memory.supersedes)
 
@@ -225,9 +261,9 @@ def parse_jsonl(path: Path, *, author: str) -> tuple[list[tuple[int, Memory]], l
             continue
         where = f"{name}:line {n}"
         try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            problems.append(Problem(where, "(line)", f"not a JSON object: {e}"))
+            record = jsontext.loads(line, where="the line")
+        except jsontext.BadJson as e:
+            problems.append(Problem(where, "(line)", f"not a JSON object memrepo can take: {e}"))
             continue
         if not isinstance(record, dict):
             problems.append(Problem(where, "(line)", "must be a JSON object of front-matter fields plus 'body'"))
@@ -306,7 +342,8 @@ def import_jsonl(vault: Vault, path: Path, *, skip_invalid: bool = False, propos
         faults.point("import-checked")
         message = (f"memrepo: import {len(good)} memories from {Path(path).name}\n\n"
                    f"Memrepo-Action: import\nMemrepo-Count: {len(good)}\n")
-        result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message)
+        result = vault.commit(files={m.path: rendered[m.path] for m in good}, parsed=good, message=message,
+                              also=[import_record()])  # the record, not the message, tells the audit
     if progress:
         progress(len(items), len(items))
     return ImportResult(len(good), result.commit, None, tuple(problems))

@@ -15,7 +15,7 @@ from typing import Iterable
 from memrepo.errors import Problem
 from memrepo.model import FIELDS, MEMORY_ROOTS, Memory
 from memrepo.store import document, git
-from memrepo.store.checks import Row
+from memrepo.store.checks import Row, reader_problem
 from memrepo.store.sqlite import open_db
 
 # The columns are the fields the field table marks for the catalog (memrepo.model.FIELDS):
@@ -32,9 +32,12 @@ CREATE INDEX IF NOT EXISTS memory_id ON memory(id);
 CREATE INDEX IF NOT EXISTS memory_fact ON memory(subject, fact, status);
 CREATE INDEX IF NOT EXISTS memory_sup ON memory(supersedes);
 CREATE INDEX IF NOT EXISTS memory_supby ON memory(superseded_by);
+CREATE INDEX IF NOT EXISTS memory_error ON memory(path) WHERE error IS NOT NULL;
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT);
 """
-VERSION = "3:" + ",".join(_TABLE)  # another set of columns: the catalog is rebuilt from git
+# 3: rows only of files the schema accepts; the columns named: another set of columns is another
+# catalog, rebuilt from git
+VERSION = "4:" + ",".join(_TABLE)
 
 
 class Catalog:
@@ -215,7 +218,9 @@ class Catalog:
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
     def errors(self) -> list[Problem]:
-        return [Problem(p, "(file)", e) for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
+        """The memory files on main readers skip, each with its (first) problem."""
+        return [Problem(p, *(e.split("\t", 1) if "\t" in e else ("(file)", e)))
+                for p, e in self.db.execute("SELECT path, error FROM memory WHERE error IS NOT NULL ORDER BY path")]
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM memory WHERE error IS NULL").fetchone()[0]
@@ -243,6 +248,7 @@ def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
         parsed = document.load_bytes(data, path)
     except document.DocumentError as e:
         return _failed(path, blob, e.problem.message)
-    if not isinstance(parsed.meta.get("id"), str):
-        return _failed(path, blob, "has no 'id'")
+    problem = reader_problem(path, parsed.meta)
+    if problem is not None:  # any file can be on main; a row holds only what the schema allows
+        return _failed(path, blob, f"{problem.field}\t{problem.message}")
     return _memory_values(Memory(parsed.meta, parsed.body, path), blob)

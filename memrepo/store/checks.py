@@ -119,6 +119,18 @@ def check_memory(memory: Memory, *, text: str | None = None) -> list[Problem]:
     return sorted(set(problems))
 
 
+def reader_problem(path: str, meta: dict) -> Problem | None:
+    """Why readers skip this memory file, or None: its front matter breaks the schema, or its
+    ``id`` is not its file name. A file on main can hold anything (a hand commit with
+    ``--no-verify``, a pull): ``list``, ``show``, ``context``, search and the catalog read only
+    what passes, and name the first problem of the rest (``validate`` lists them all)."""
+    found = schema.check_front_matter(dict(meta), path)
+    if found:
+        return found[0]
+    id_problems = [p for p in _check_location(Memory(meta, "", path)) if p.field == "id"]
+    return id_problems[0] if id_problems else None
+
+
 def _field_name(key) -> str:
     """A field's name as a message shows it: escaped when it holds a line break or another
     character that cannot be printed (a problem is one line)."""

@@ -271,6 +271,24 @@ def scalar(value: Any) -> str:
     return text if _is_plain_safe(text) else _quoted(text)
 
 
+def flow(value: Any) -> str:
+    """A nested value (a mapping, or a list inside a list) in YAML flow style: JSON's shape,
+    keys sorted, every text quoted, numbers as :func:`scalar` writes them (``1e-05`` unquoted
+    would read back as text), so it reads back as the same value, byte-stable."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: (not isinstance(kv[0], str), str(kv[0])))
+        return "{" + ", ".join(f"{flow(k) if isinstance(k, str) else scalar(k)}: {flow(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(flow(v) for v in value) + "]"
+    if isinstance(value, str):
+        return _quoted(value)
+    return scalar(value)
+
+
+def _item(value: Any) -> str:
+    return flow(value) if isinstance(value, dict | list | tuple) else scalar(value)
+
+
 def render_meta(meta: dict[str, Any], order: tuple[str, ...]) -> str:
     """Front matter in canonical order: known keys as ordered, then extension keys sorted."""
     keys = [k for k in order if k in meta] + sorted(k for k in meta if k not in order)
@@ -282,9 +300,9 @@ def render_meta(meta: dict[str, Any], order: tuple[str, ...]) -> str:
                 lines.append(f"{key}: []")
                 continue
             lines.append(f"{key}:")
-            lines.extend(f"  - {scalar(v)}" for v in value)
+            lines.extend(f"  - {_item(v)}" for v in value)
         elif isinstance(value, dict):
-            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}")
+            lines.append(f"{key}: {flow(value)}")
         else:
             lines.append(f"{key}: {scalar(value)}")
     return "\n".join(lines) + "\n"

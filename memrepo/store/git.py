@@ -24,8 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from memrepo.errors import GitError, GitLocked
+from memrepo.errors import GitError
 from memrepo.store import faults
+from memrepo.store.git_locks import SCRATCH_PREFIX as SCRATCH_PREFIX
+from memrepo.store.git_locks import new_scratch_ref as new_scratch_ref
 from memrepo.store.git_records import (
     LOG_FORMAT,
     Change,
@@ -33,6 +35,7 @@ from memrepo.store.git_records import (
     RawChange,
     RefChange,
     TreeEntry,
+    commit_parts,
     data_block,
     parse_batch,
     parse_log,
@@ -51,7 +54,6 @@ _GIT_ENV_STRIP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_EDITOR", "GIT_REFLOG_ACTION")
 FALLBACK_NAME = "memrepo"
 FALLBACK_EMAIL = "memrepo@localhost"
-SCRATCH_PREFIX = "refs/memrepo/tmp/"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -131,7 +133,8 @@ def head_ref(root: Path) -> str | None:
     return out or None
 
 
-_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock")
+_OWN_FILES = ("memrepo.store.lock", "memrepo-journal.json", "memrepo-nightly.lock", "MERGE_HEAD", "index.lock", "HEAD.lock",
+              "memrepo-trusted", "memrepo-policy.json")
 
 
 @lru_cache(maxsize=256)
@@ -152,9 +155,11 @@ def git_path(root: Path, name: str) -> Path:
 def identity(root: Path) -> tuple[str, str]:
     """The committer identity git would use, or memrepo's fallback when none is configured.
 
-    Cached for the life of the process: one write asks for it several times."""
-    found = dict(line.split(" ", 1) for line in _run(
-        root, "config", "--get-regexp", r"^user\.(name|email)$", check=False).splitlines() if " " in line)
+    Cached for the life of the process: one write asks for it several times. The same git call
+    tells whether commits are to be signed (:func:`signs_commits`)."""
+    out = _run(root, "config", "--get-regexp", r"^(user\.(name|email)|commit\.gpgsign)$", check=False)
+    found = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    _SIGNS[root] = found.get("commit.gpgsign", "").strip().lower() in ("true", "yes", "on", "1")
     name = found.get("user.name", "").strip() or os.environ.get("GIT_COMMITTER_NAME") or FALLBACK_NAME
     email = found.get("user.email", "").strip() or os.environ.get("GIT_COMMITTER_EMAIL") or FALLBACK_EMAIL
     if name == FALLBACK_NAME or email == FALLBACK_EMAIL:
@@ -236,11 +241,6 @@ def read_blob(root: Path, rev_path: str) -> bytes:
     return _run_bytes(root, "cat-file", "blob", rev_path)
 
 
-def new_scratch_ref() -> str:
-    """A ref name no other process uses, for a commit not yet on any branch."""
-    return f"{SCRATCH_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
-
-
 def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes | None], message: str,
                  scratch: str, merge: Iterable[str] = (), author: tuple[str, str] | None = None) -> str:
     """Write one commit with ``changes`` (path -> new bytes, None deletes) on top of ``parent``.
@@ -250,11 +250,11 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
     never pointed at a real branch: given ``from``, it would move the branch even where that
     drops commits.
     """
-    name, email = author or identity(root)
     stamp = f"{int(time.time())} +0000"
-    who = f"{name} <{email}> {stamp}".encode()
+    committer = "{} <{}> {}".format(*identity(root), stamp).encode()
+    who = "{} <{}> {}".format(*author, stamp).encode() if author else committer
     stream = [b"commit " + scratch.encode() + b"\n", b"mark :1\n",
-              b"author " + who + b"\n", b"committer " + who + b"\n", data_block(message.encode())]
+              b"author " + who + b"\n", b"committer " + committer + b"\n", data_block(message.encode())]
     if parent:
         stream.append(f"from {parent}\n".encode())
     stream.extend(f"merge {sha}\n".encode() for sha in merge)
@@ -266,7 +266,30 @@ def write_commit(root: Path, *, parent: str | None, changes: Mapping[str, bytes 
             stream.append(b"M 100644 inline " + quoted + b"\n" + data_block(payload))
     stream.append(b"\nget-mark :1\ndone\n")
     out = _run(root, "fast-import", "--quiet", "--done", input=b"".join(stream))
-    return out.strip().splitlines()[-1]
+    sha = out.strip().splitlines()[-1]
+    return _signed_copy(root, sha) if signs_commits(root) else sha
+
+
+_SIGNS: dict[Path, bool] = {}  # filled by identity(), which asks git once per process
+
+
+def signs_commits(root: Path) -> bool:
+    """True when git signs every commit here (``commit.gpgSign``): memrepo's own are signed too."""
+    identity(root)
+    return _SIGNS.get(root, False)
+
+
+def _signed_copy(root: Path, sha: str) -> str:
+    """The same commit signed with the user's key (``commit-tree -S``: fast-import cannot sign)."""
+    tree, parents, env, message = commit_parts(_run_bytes(root, "cat-file", "commit", sha))
+    return _run(root, "commit-tree", "-S", tree, *[a for p in parents for a in ("-p", p)], input=message, env=env).strip()
+
+
+def signatures(root: Path, shas: Iterable[str]) -> dict[str, str]:
+    """commit -> git's signature check letter (``G`` good, ``N`` none, ``B`` bad, ...), in one call."""
+    wanted = list(dict.fromkeys(shas))
+    out = _run(root, "log", "--no-walk=unsorted", "--format=%H %G?", *wanted) if wanted else ""
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
 
 def update_refs(root: Path, changes: Iterable[RefChange], *, reason: str, scratch: str | None = None) -> None:
@@ -303,18 +326,6 @@ def _die_inside_transaction(root: Path, commands: str) -> None:
     faults.point("commit-in-ref-transaction")
 
 
-def lock_files(root: Path, refs: Iterable[str], *, deleting: bool, index: bool = False) -> list[str]:
-    """The lock files git takes to change ``refs`` (and the index): recorded before a write so
-    that the next writer can tell its own killed writer's locks from anyone else's."""
-    common = common_dir(root)
-    found = [str(common / f"{ref}.lock") for ref in refs]
-    if deleting:
-        found.append(str(common / "packed-refs.lock"))
-    if index:  # the ref HEAD points at: git locks HEAD too (its reflog), and the index
-        found += [str(git_path(root, "HEAD.lock")), str(git_path(root, "index.lock"))]
-    return found
-
-
 @lru_cache(maxsize=64)
 def common_dir(root: Path) -> Path:
     """Where refs live (the main repository's git directory, also from a linked worktree)."""
@@ -322,19 +333,6 @@ def common_dir(root: Path) -> Path:
         return root / ".git"
     out = Path(_run(root, "rev-parse", "--git-common-dir").strip())
     return out if out.is_absolute() else root / out
-
-
-def wait_index_unlocked(root: Path, *, attempts: int = 50) -> None:
-    """Wait (about 5 s) while another git process holds ``index.lock``; :class:`GitLocked`
-    when it stays. A write that updates the index asks this before it commits anything, so it
-    does not commit and then find that it cannot bring the index along."""
-    lock = git_path(root, "index.lock")
-    for _ in range(attempts):
-        if not lock.exists():
-            return
-        time.sleep(0.1)
-    raise GitLocked(f"git's index is locked ({lock}): another git process is running, or one was killed; "
-                    "retry when it has finished, or remove the file if no git process is running (nothing was written)")
 
 
 def update_index(root: Path, paths: Iterable[str], *, attempts: int = 50) -> None:
@@ -549,6 +547,13 @@ def merge_commit_of(root: Path, commit: str, rev: str) -> str | None:
 
 def set_config(root: Path, key: str, value: str) -> None:
     _run(root, "config", key, value)
+
+
+def add_config(root: Path, key: str, values: Iterable[str]) -> None:
+    """Add to a multi-valued git config key (``remote.origin.fetch``) the values it lacks."""
+    have = _run(root, "config", "--get-all", key, check=False).splitlines()
+    for value in [v for v in values if v not in have]:
+        _run(root, "config", "--add", key, value)
 
 
 def read_blobs(root: Path, shas: Iterable[str]) -> dict[str, bytes]:

@@ -142,3 +142,21 @@ def parse_batch(out: bytes, wanted: Sequence[str]) -> dict[str, bytes]:
         found[sha] = out[end + 1:end + 1 + size]
         pos = end + 1 + size + 1
     return found
+
+
+def commit_parts(raw: bytes) -> tuple[str, list[str], dict[str, str], bytes]:
+    """(tree, parents, the GIT_AUTHOR_* / GIT_COMMITTER_* variables that recreate its author and
+    committer, message) of a commit object as ``git cat-file commit`` prints it."""
+    head, _, message = raw.partition(b"\n\n")
+    tree, parents, env = "", [], {}
+    for line in head.decode("utf-8", "surrogateescape").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "tree":
+            tree = value
+        elif key == "parent":
+            parents.append(value)
+        elif key in ("author", "committer"):
+            name, _, rest = value.partition(" <")
+            email, _, date = rest.partition("> ")
+            env.update({f"GIT_{key.upper()}_NAME": name, f"GIT_{key.upper()}_EMAIL": email, f"GIT_{key.upper()}_DATE": date})
+    return tree, parents, env, message

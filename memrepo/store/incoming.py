@@ -8,6 +8,13 @@ vault never commits (the derived catalog, agents' private vaults). memrepo moves
 itself, so it checks every path before anything is written: :func:`path_problem` for one
 path, :func:`check_range` for what a fetched commit would bring, naming the commit that
 brought each bad path. The same rules guard every write (:meth:`Vault.commit`).
+
+A plain ``git pull`` or ``git clone`` does not ask memrepo: git's own checkout refuses ``.git``
+and ``..`` but writes symlinks and tracked files under ``.memrepo/`` (over the git-ignored
+derived state: the search index keeps its table of contents as a Python pickle, so a planted
+one would run code on the next search). So before any derived state is read, the commit the
+checkout holds is checked too (:func:`check_checkout`), from the last commit found clean
+(a stamp inside ``.git``, where no checkout can write) to the new one.
 """
 from __future__ import annotations
 
@@ -81,7 +88,7 @@ def unsafe_changes(changes: Iterable[git.Change]) -> list[tuple[str, str]]:
     return [(c.path, reason) for c in changes if c.status != "D" and (reason := path_problem(c.path, c.mode))]
 
 
-def check_range(root: Path, old: str | None, new: str, *, what: str) -> None:
+def check_range(root: Path, old: str | None, new: str, *, what: str, pulled: bool = False) -> None:
     """Refuse ``new`` when it brings, compared with ``old``, any path memrepo never writes.
 
     The message names each bad path and the first commit (not reachable from ``old``) that
@@ -92,10 +99,44 @@ def check_range(root: Path, old: str | None, new: str, *, what: str) -> None:
         return
     culprits = _first_commits(root, old, new, {path for path, _ in bad})
     problems = [Problem(path, "path", f"{reason}; brought by commit {culprits.get(path, new)[:12]}")
-                for path, reason in bad]
+                for path, reason in sorted(bad)]
+    if pulled:
+        raise UnsafeChange(problems, f"{what} holds paths memrepo never reads or writes (a plain git pull or clone "
+                                     "brought them: git does not check these); nothing was read. Remove them with "
+                                     "'git rm -r PATH' and commit (or reset main to before that commit), then run "
+                                     "the command again")
     raise UnsafeChange(problems, f"{what} refused whole: it holds paths memrepo never writes (git's own checkout "
                                  "refuses them too); nothing changed locally. Ask whoever pushed it to remove them "
                                  "(git rm on their side), then sync again")
+
+
+TRUST_STAMP = "memrepo-trusted"
+
+
+def check_checkout(root: Path, commit: str) -> None:
+    """Raise :class:`UnsafeChange` when ``commit`` (what the checkout holds) brought, since the
+    last commit found clean here, a path memrepo never accepts; remember it as clean otherwise.
+    Costs one small file read when nothing moved, one ``git diff-tree`` when something did,
+    and one listing of the whole tree the first time (a fresh clone)."""
+    stamp = git.git_path(root, TRUST_STAMP)
+    try:
+        known: str | None = stamp.read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        known = None
+    if known == commit:
+        return
+    if known is not None and not git.exists(root, f"{known}^{{commit}}"):
+        known = None  # that commit is gone (a reset and gc): check the whole tree
+    check_range(root, known, commit, what=f"the checked-out commit {commit[:12]}", pulled=True)
+    remember_clean(root, commit)
+
+
+def remember_clean(root: Path, commit: str) -> None:
+    """Record ``commit`` as checked clean (memrepo's own commits are: every write is checked)."""
+    try:
+        git.git_path(root, TRUST_STAMP).write_text(commit + "\n", encoding="ascii")
+    except OSError:
+        pass  # only costs a check again next time
 
 
 def _first_commits(root: Path, old: str | None, new: str, paths: set[str]) -> dict[str, str]:

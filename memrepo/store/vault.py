@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, List
 
 from memrepo import config as config_mod
-from memrepo.errors import Conflict, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
+from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, RefMoved, UsageError, VaultExists, VaultNotFound
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
-from memrepo.store import faults, git, incoming
-from memrepo.store.files import atomic_write  # noqa: F401  (callers import it from here too)
+from memrepo.store import faults, git, git_locks, incoming, policy
+from memrepo.store.files import atomic_write, copy_tree  # (callers import atomic_write from here too)
 from memrepo.store.lock import locked
 
 if TYPE_CHECKING:
@@ -71,6 +70,7 @@ class Vault:
         self._synced_in_lock = False
         self._checked_head: str | None = None
         self._config: config_mod.Config | None = None
+        self._trusted: str | None = None   # the last commit checked clean in this process
         # At most this many seconds of waiting for the lock (a caller that must answer a person
         # at once, as the web window does); None: the configured timeout alone.
         self.lock_wait: float | None = None
@@ -96,8 +96,7 @@ class Vault:
         root = Path(path).expanduser().resolve()
         _refuse_occupied(root)
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(resource("template-vault"), root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        copy_tree(resource("template-vault"), root)
         git.init(root)
         git.commit_all(root, "memrepo: create vault")
         return cls(root)
@@ -109,9 +108,20 @@ class Vault:
 
     @property
     def config(self) -> config_mod.Config:
+        """The configuration in force: ``config.toml`` as written, except that a change lowering
+        the review policy ([risk], [arbitration]) counts only once a person accepted it
+        (:mod:`memrepo.store.policy`; ``raw_config`` is the file as written)."""
         if self._config is None:
-            self._config = config_mod.load(self.root)
+            raw = self.raw_config()
+            main_ref = f"refs/heads/{raw.get('vault', 'main_branch', 'main')}"
+            path = self.root / config_mod.CONFIG_PATH
+            data = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+            self._config = policy.in_force(self.root, main_ref, git.resolve(self.root, main_ref), raw, data)
         return self._config
+
+    def raw_config(self) -> config_mod.Config:
+        """``.memrepo/config.toml`` as written in the working tree (checked, with its warnings)."""
+        return config_mod.load(self.root)
 
     @property
     def main_branch(self) -> str:
@@ -131,8 +141,20 @@ class Vault:
         """The tip of the main branch (no git process while its ref files are unchanged)."""
         return git.resolve(self.root, self.main_ref)
 
+    def ensure_trusted(self, commit: str | None = None) -> None:
+        """Refuse (UnsafeChange) to go on when ``commit`` (default: main) holds paths memrepo
+        never accepts, as a plain ``git pull`` or ``git clone`` may bring (a symlink, files under
+        ``.memrepo/`` over the derived state): called before any derived state is read."""
+        commit = commit or self.head()
+        if commit is None or commit == self._trusted:
+            return
+        incoming.check_checkout(self.root, commit)
+        self._trusted = commit
+
     def catalog(self, *, sync: bool = True):
         """The derived catalog, caught up with the main branch."""
+        if sync and not (self._in_lock and self._synced_in_lock):
+            self.ensure_trusted()
         if self._catalog is None:
             from memrepo.store.catalog import Catalog
             self._catalog = Catalog(self.root, self.state_dir / "catalog.sqlite")
@@ -279,12 +301,29 @@ class Vault:
         return next((e.path for e in entries if e.path.rsplit("/", 1)[-1] == f"{memory_id}.md"), None)
 
     def read_at(self, rev: str, path: str) -> Memory:
+        """The memory file ``path`` at ``rev``; InvalidMemory naming the field when it cannot be
+        read or breaks the schema (what a hand commit or a pull may have put there)."""
         data = git.read_blob(self.root, f"{rev}:{path}")
-        from memrepo.store.checks import check_bytes
+        from memrepo.store.checks import check_bytes, reader_problem
         memory, problems = check_bytes(path, data)
         if memory is None:
             raise InvalidMemory(problems)
+        problem = reader_problem(path, dict(memory.meta))
+        if problem is not None:
+            raise InvalidMemory([problem], "the file on main breaks the schema; fix it ('memrepo validate' lists every problem)")
         return memory
+
+    def warn_skipped(self) -> list:
+        """Warn (:class:`SkippedMemory`, one per file) about the memory files on main that readers
+        skip; returns their problems. A reader calls it so a broken file is never silently absent."""
+        import warnings
+
+        from memrepo.errors import SkippedMemory
+        problems = self.catalog().errors()
+        for p in problems:
+            warnings.warn(SkippedMemory(f"{p} (skipped; fix the file: 'memrepo validate' lists every problem)"),
+                          stacklevel=2)
+        return problems
 
     def list(self, **filters: str | None) -> List[dict]:
         """Rows of memories on main matching every given filter; a layer, kind, status or
@@ -292,7 +331,9 @@ class Vault:
         from memrepo.model import CHOICES, check_choice
         for name in CHOICES:
             check_choice(name, filters.get(name))
-        return self.catalog().query(**filters)
+        rows = self.catalog().query(**filters)
+        self.warn_skipped()
+        return rows
 
     def history(self, memory_id: str) -> List[git.LogEntry]:
         """Every commit on main that touched this memory's file, newest first."""
@@ -329,7 +370,8 @@ class Vault:
                branch: str | None = None, ref: str | None = None, parent: str | None = None,
                merge: Iterable[str] = (), expect: str | None = None,
                also: Iterable[git.RefChange] = (), reason: str | None = None,
-               files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = ()) -> CommitResult:
+               files: dict[str, bytes | None] | None = None, parsed: Iterable[Memory] = (),
+               adopt: Iterable[str] = (), agent: str | None = None) -> CommitResult:
         """Commit files onto ``branch`` (or the full ``ref``) as one write transaction (caller
         holds the lock): journal, commit object, then ``ref`` (compare-and-swap against its
         old tip; ``expect`` guards that tip too) and every ``also`` ref in ONE ref transaction,
@@ -337,7 +379,10 @@ class Vault:
 
         ``files`` are other paths as raw bytes (None deletes): citation records, a merged
         remote's files; the catalog then catches up from git instead of from ``writes``, unless
-        ``parsed`` holds the parsed memory of every memory file in ``files``.
+        ``parsed`` holds the parsed memory of every memory file in ``files``. ``adopt`` names
+        paths whose uncommitted working-tree content is what ``files`` commits (not refused as dirty).
+        ``agent``: the commit's author is that agent (with the person's email: they run it);
+        the committer stays the person.
         """
         writes, deletes = list(writes), list(deletes)
         ref = ref or f"refs/heads/{branch or self.main_branch}"
@@ -355,18 +400,20 @@ class Vault:
         incoming.check_paths(changes)
         if checked_out:
             self._refuse_links(list(changes))
-            self._refuse_dirty(list(changes))
-            git.wait_index_unlocked(self.root)
+            adopted = set(adopt)
+            self._refuse_dirty([p for p in changes if p not in adopted])
+            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         also = list(also)
         moved = [ref] + [c.ref for c in also]
         scratch = git.new_scratch_ref()
         self._write_journal({
             "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": scratch,
             "paths": list(changes) if checked_out else [],
-            "locks": git.lock_files(self.root, moved + [scratch], deleting=True, index=checked_out)})
+            "locks": self._lock_files(moved + [scratch], deleting=True, index=checked_out)})
         faults.point("commit-before-objects")
+        author = (agent, git.identity(self.root)[1]) if agent else None
         sha = git.write_commit(self.root, parent=parent or old, changes=changes, message=message,
-                               merge=merge, scratch=scratch)
+                               merge=merge, scratch=scratch, author=author)
         faults.point("commit-after-objects")
         try:
             git.update_refs(self.root, [git.RefChange(ref, sha, old)] + [c.resolved(sha) for c in also],
@@ -375,8 +422,13 @@ class Vault:
             self._journal_path().unlink(missing_ok=True)  # nothing moved: nothing to finish
             raise
         faults.point("commit-after-refs-moved")
-        if checked_out:
-            self._update_checkout(changes)
+        if ref == self.main_ref and old == self._trusted:  # checked above, path by path
+            incoming.remember_clean(self.root, sha)
+            self._trusted = sha
+        if ref == self.main_ref and config_mod.CONFIG_PATH not in changes:
+            policy.carry_forward(self.root, old, sha)  # the policy in force did not change
+        if checked_out and not self._checkout_follows(sha, changes):
+            return CommitResult(sha, tuple(sorted(changes)))  # committed: the next command brings the checkout
         faults.point("commit-after-checkout")
         self._journal_path().unlink(missing_ok=True)
         if ref == self.main_ref and self._catalog is not None:
@@ -401,18 +453,21 @@ class Vault:
         if checked_out:
             self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
-            git.wait_index_unlocked(self.root)
+            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
         self._write_journal({
             "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": None,
             "paths": list(changes) if checked_out else [],
-            "locks": git.lock_files(self.root, [ref], deleting=False, index=checked_out)})
+            "locks": self._lock_files([ref], deleting=False, index=checked_out)})
         try:
             git.update_refs(self.root, [git.RefChange(ref, new, old)], reason="memrepo: sync fast-forward")
         except BaseException:
             self._journal_path().unlink(missing_ok=True)
             raise
+        if old == self._trusted:  # check_range above
+            incoming.remember_clean(self.root, new)
+            self._trusted = new
         if checked_out:
             self._update_checkout(changes)
         self._journal_path().unlink(missing_ok=True)
@@ -420,6 +475,28 @@ class Vault:
         if self._catalog is not None:
             self._catalog.sync(new)
         return CommitResult(new, tuple(sorted(changes)))
+
+    def _checkout_follows(self, sha: str, changes: dict[str, bytes | None]) -> bool:
+        """Bring the checkout to a commit that is already on its branch; False, with a warning,
+        when git's index stays taken (a person's git holds ``index.lock``): the write stands and
+        says so, and the journal is kept, so the next memrepo command finishes the checkout
+        (the pre-commit hook refuses a commit meanwhile). A write that was committed never
+        reports "failed"."""
+        try:
+            self._update_checkout(changes)
+            return True
+        except (GitError, OSError) as e:
+            import warnings
+
+            from memrepo.errors import CheckoutBehind
+            warnings.warn(CheckoutBehind(
+                f"committed {sha[:12]}, but the checkout could not follow yet ({e}); the next memrepo command "
+                "(or 'memrepo recover') brings it along once git's index.lock is released"), stacklevel=3)
+            return False
+
+    def _lock_files(self, refs: List[str], *, deleting: bool, index: bool) -> List[str]:
+        both = (git.git_path(self.root, "HEAD.lock"), git.git_path(self.root, "index.lock")) if index else None
+        return git_locks.lock_files(git.common_dir(self.root), refs, deleting=deleting, head_and_index=both)
 
     def _write_journal(self, journal: dict) -> None:
         path = self._journal_path()

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from memrepo.errors import NotFound, UsageError
 from memrepo.model import MEMORY_ROOTS, Memory, is_valid_id, now_iso
-from memrepo.store import git
+from memrepo.store import git, jsontext
 from memrepo.store.vault import Vault
 from memrepo.team import scopes
 
@@ -78,7 +78,7 @@ def outputs(vault: Vault) -> list[Citation]:
             continue
         for line in _lines(vault, entry.path):
             try:
-                rec = json.loads(line)
+                rec = jsontext.loads(line, where=entry.path)
                 found += [Citation("output", rec["by"], rec["ref"], i, rec["by"], rec.get("at", "")) for i in rec["ids"]]
             except (ValueError, KeyError, TypeError):
                 continue  # a hand-mangled line is skipped, never fatal
@@ -135,7 +135,7 @@ def _acked(vault: Vault) -> set[int]:
     done = set()
     for line in _lines(vault, ACKS):
         try:
-            done.add(int(json.loads(line)["notice"]))
+            done.add(int(jsontext.loads(line, where=ACKS)["notice"]))
         except (ValueError, KeyError, TypeError):
             continue
     return done

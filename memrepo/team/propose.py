@@ -25,6 +25,7 @@ from typing import Any
 from memrepo.errors import InvalidMemory, MemrepoError, Problem
 from memrepo.model import Memory, now_iso
 from memrepo.review import risk, writes
+from memrepo.store import git
 from memrepo.store.vault import Vault
 from memrepo.team import scopes
 
@@ -110,22 +111,53 @@ def _rank(vault: Vault, agent: str | None) -> int:
 
 # ------------------------------------------------------------------ propose
 
-def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | None = None) -> ProposeResult:
-    """Propose one memory to the shared pool; the pool reinforces, writes, arbitrates or asks a person."""
+def propose(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | None = None,
+            review: str | None = None, as_agent: bool = False, request_id: str | None = None) -> ProposeResult:
+    """Propose one memory to the shared pool; the pool reinforces, writes, arbitrates or asks a person.
+
+    ``review`` (a reason) sends a new value, or one that would replace the active value, to a
+    person whatever the policy says (an agent's write into a long-term layer: the same rule as
+    its private writes). ``as_agent``: the agent is the author of the commits too.
+    ``request_id`` (an idempotency key): a retry with the same key returns the first outcome."""
+    from memrepo.review import requests
+    request_id = requests.checked(request_id)
     agent = scopes.current_agent(agent) or writes.default_author(vault)
+    committer = agent if as_agent else None
     fields = {k: v for k, v in fields.items() if v not in (None, (), [])}
     _refuse_incomplete(fields)
     memory = writes.build({**fields, "author": agent, "scope": "shared"}, body, author=agent)
     writes.refuse_foreign_scope(vault, memory, agent)
     with vault.lock():
         vault.require_main_checkout()
+        done = requests.recorded(vault, request_id)
+        if done:
+            return _outcome_of(vault, done)
         current = _current(vault, memory)
         if current is None:
-            return _written(writes.write_locked(vault, memory))
+            return _written(writes.write_locked(vault, memory, review=review, agent=committer, request_id=request_id))
         threshold = float(vault.config.get("arbitration", "duplicate_similarity", 0.85))
         if similarity(value_of(current), value_of(memory)) >= threshold:
-            return _reinforce(vault, current, memory, agent)
-        return _arbitrate(vault, current, memory, agent)
+            return _reinforce(vault, current, memory, agent, committer, request_id=request_id)
+        return _arbitrate(vault, current, memory, agent, review=review, committer=committer, request_id=request_id)
+
+
+def _outcome_of(vault: Vault, commit: str) -> ProposeResult:
+    """The outcome a proposal with this request id had (it made ``commit``)."""
+    import re
+
+    from memrepo.review.proposals import trailers
+    t = trailers(git.commits(vault.root, [commit])[commit].body)
+    action = t.get("Memrepo-Action")
+    if action == "reinforce":
+        return ProposeResult("reinforced", t["Memrepo-Id"], reinforced=t["Memrepo-Id"])
+    if action == "arbitrate":
+        return ProposeResult("superseded", t["Memrepo-Id"], superseded=t.get("Memrepo-Supersedes"),
+                             policy=t.get("Memrepo-Policy"))
+    if action == "propose":
+        policy = re.search(r"arbitration: (\w+)", t.get("Memrepo-Reason", ""))
+        return ProposeResult("proposed", t.get("Memrepo-Ids", "").split(",")[0], proposal=t.get("Memrepo-Proposal"),
+                             policy=policy.group(1) if policy else None)
+    return _written(writes.result_of(vault, commit))
 
 
 def _refuse_incomplete(fields: dict[str, Any]) -> None:
@@ -177,25 +209,46 @@ def _written(result: writes.WriteResult) -> ProposeResult:
     return ProposeResult("written", result.id, reason=result.risk_reason or "")
 
 
-def _reinforce(vault: Vault, current: Memory, proposed: Memory, agent: str) -> ProposeResult:
-    step = float(vault.config.get("arbitration", "reinforce_step", 0.1))
+def reviewed(vault: Vault, memory: Memory) -> bool:
+    """True for a memory a person reviewed (it came through a proposal, or it is high risk under
+    the policy and so could only become active through review): its content is fixed."""
+    from memrepo.review.gate import high_risk_reason
+    return bool(memory.meta.get("proposal")) or high_risk_reason(dict(memory.meta), vault.config) is not None
+
+
+def _reinforce(vault: Vault, current: Memory, proposed: Memory, agent: str, committer: str | None = None,
+               request_id: str | None = None) -> ProposeResult:
+    """The same value again: a ``reinforced_by`` record; for a memory nobody reviewed, also more
+    weight and the proposer's evidence. A reviewed memory's evidence, weight and body are what a
+    person approved: a re-proposal never changes them (its evidence goes into the commit message)."""
     now = now_iso()
-    weight = round(min(1.0, float(current.meta.get("weight") or 0.5) + step), 4)
-    evidence = list(dict.fromkeys([*current.meta.get("evidence", ()), *proposed.meta.get("evidence", ())]))
-    cites = list(dict.fromkeys([*current.meta.get("cites", ()), *proposed.meta.get("cites", ())]))
     # The same agent twice within one second: one record (the schema wants unique items).
     record = list(dict.fromkeys([*current.meta.get("reinforced_by", ()), f"{agent} {now}"]))
-    updated = current.evolve(weight=weight, evidence=evidence or None, cites=cites or None,
-                             reinforced_by=record, updated=now)
+    offered = [e for e in proposed.meta.get("evidence", ()) if e not in current.meta.get("evidence", ())]
+    if reviewed(vault, current):
+        updated = current.evolve(reinforced_by=record, updated=now)
+        note = (f"{agent} proposed the same value of a reviewed memory: recorded, nothing else changed"
+                + (f"; evidence offered (not added): {', '.join(offered)}" if offered else "") + ".")
+    else:
+        step = float(vault.config.get("arbitration", "reinforce_step", 0.1))
+        weight = round(min(1.0, float(current.meta.get("weight") or 0.5) + step), 4)
+        evidence = list(dict.fromkeys([*current.meta.get("evidence", ()), *proposed.meta.get("evidence", ())]))
+        cites = list(dict.fromkeys([*current.meta.get("cites", ()), *proposed.meta.get("cites", ())]))
+        updated = current.evolve(weight=weight, evidence=evidence or None, cites=cites or None,
+                                 reinforced_by=record, updated=now)
+        note = f"{agent} proposed the same value; weight {current.meta.get('weight', 'unset')} -> {weight}."
     vault.check_new([updated])
-    message = writes.message_for("reinforce", updated, extra={"Memrepo-Reinforced-By": agent},
-                                 body=f"{agent} proposed the same value; weight {current.meta.get('weight', 'unset')} -> {weight}.")
-    vault.commit(writes=[updated], message=message)
+    from memrepo.review import requests
+    message = writes.message_for("reinforce", updated, body=note, extra={"Memrepo-Reinforced-By": agent,
+                                                                      **({requests.TRAILER: request_id} if request_id else {})})
+    vault.commit(writes=[updated], message=message, agent=committer, also=requests.record(request_id))
     return ProposeResult("reinforced", current.id, reinforced=current.id,
                          reason=f"same value as active {current.id}: reinforced by {agent}")
 
 
-def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> ProposeResult:
+def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str, *, review: str | None = None,
+               committer: str | None = None, request_id: str | None = None) -> ProposeResult:
+    from memrepo.review import requests
     subject, fact = proposed.meta["subject"], proposed.meta.get("fact")
     policy = policy_for(vault, subject, fact)
     config = vault.config
@@ -205,18 +258,22 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
     rival = current.meta.get("author", "unknown")
     wins = policy == "latest" or (policy == "authority" and _rank(vault, agent) <= _rank(vault, rival))
     what = f"({subject}, {fact})" if fact else f"{subject} {proposed.meta['kind']}"
-    if wins and not others.high and not high_kind:
+    if wins and not others.high and not high_kind and not review:
         reason = f"arbitration ({policy}): {agent}'s value replaces {current.id} by {rival} for {what}"
         new = proposed.evolve(status="active", supersedes=current.id, risk="low", risk_reason=reason,
                               rollback_point=vault.head())
         old = current.evolve(status="superseded", superseded_by=new.id, updated=now_iso())
         vault.check_new([new, old])
-        message = writes.message_for("arbitrate", new, extra={"Memrepo-Policy": policy, "Memrepo-Supersedes": current.id},
+        message = writes.message_for("arbitrate", new, extra={"Memrepo-Policy": policy, "Memrepo-Supersedes": current.id,
+                                                              **({requests.TRAILER: request_id} if request_id else {})},
                                      body=f"Conflict on {what}: {current.meta.get('summary')!r} ({rival}) -> "
                                           f"{proposed.meta.get('summary')!r} ({agent}); policy {policy}.")
-        vault.commit(writes=[new, old], message=message)
+        from memrepo.review.records import ARBITRATED_PREFIX
+        record = git.RefChange(ARBITRATED_PREFIX + new.id, git.NEW_COMMIT, None)
+        vault.commit(writes=[new, old], message=message, also=[record, *requests.record(request_id)],
+                     agent=committer)  # the record tells the audit
         return ProposeResult("superseded", new.id, superseded=current.id, policy=policy, reason=reason)
-    why = ("high-risk kind always goes to review" if high_kind else others.reason if others.high
+    why = (review if review else "high-risk kind always goes to review" if high_kind else others.reason if others.high
            else f"{agent} ranks below {rival}" if policy == "authority" else "policy review: a person decides")
     reason = (f"conflict on {what}: {agent} proposes {proposed.meta.get('summary')!r}, active {current.id} by {rival} "
               f"says {current.meta.get('summary')!r} (arbitration: {policy}; {why})")
@@ -224,5 +281,5 @@ def _arbitrate(vault: Vault, current: Memory, proposed: Memory, agent: str) -> P
     pending = proposed.evolve(status="pending_review", supersedes=current.id, risk="high", risk_reason=reason)
     from memrepo.team import citations
     cited = citations.citers(vault, current.id)
-    proposal = proposals.create(vault, [pending], reason=reason, affected=cited)
+    proposal = proposals.create(vault, [pending], reason=reason, affected=cited, agent=committer, request_id=request_id)
     return ProposeResult("proposed", pending.id, proposal=proposal.id, policy=policy, reason=reason)

@@ -18,8 +18,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from memrepo.errors import Conflict, GitError, InvalidMemory, UsageError
+from memrepo.errors import Conflict, GitError, InvalidMemory, Problem, UsageError
 from memrepo.model import Memory, is_memory_path, new_id, now_iso
+from memrepo.review import records
 from memrepo.store import git, incoming, recall_checks
 from memrepo.store.checks import Overlay, Row, check_bytes, check_rows
 from memrepo.store.vault import Vault, render_bytes
@@ -28,6 +29,10 @@ from memrepo.team import merge, propose
 ATTEMPTS = 5
 CITATIONS = "citations/"
 APPLIED, REJECTED = "refs/memrepo/applied/", "refs/memrepo/rejected/"
+POLICY = "refs/memrepo/policy/"   # review-policy files a person accepted (memrepo.review.policy)
+RECORDS = (("applied", APPLIED), ("rejected", REJECTED), ("policy", POLICY),  # travel with every sync
+           ("proposed", records.PROPOSED_PREFIX), ("imported", records.IMPORTED_PREFIX),
+           ("arbitrated", records.ARBITRATED_PREFIX))
 
 
 @dataclass
@@ -43,11 +48,13 @@ class SyncResult:
     deleted: list[str] = field(default_factory=list)       # closed proposals' branches deleted on the remote
     not_pushed: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    unreviewed: list[Problem] = field(default_factory=list)  # what the integrated commits brought past review
 
     def as_dict(self) -> dict[str, Any]:
         return {"remote": self.remote, "before": self.before, "after": self.after, "integrated": self.integrated,
                 "pushed": self.pushed, "attempts": self.attempts, "proposals": self.proposals,
-                "adopted": self.adopted, "deleted": self.deleted, "not_pushed": self.not_pushed, "notes": self.notes}
+                "adopted": self.adopted, "deleted": self.deleted, "not_pushed": self.not_pushed, "notes": self.notes,
+                "unreviewed": [p.as_dict() for p in self.unreviewed]}
 
 
 def install_driver(vault: Vault, python: str | None = None) -> list[str]:
@@ -62,7 +69,12 @@ def install_driver(vault: Vault, python: str | None = None) -> list[str]:
     if missing:
         attributes.parent.mkdir(parents=True, exist_ok=True)
         attributes.write_text(text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(missing) + "\n", encoding="utf-8")
-    return ["merge driver: memories/** and archive/** merge by meaning (merge.memrepo)"]
+    done = ["merge driver: memories/** and archive/** merge by meaning (merge.memrepo)"]
+    for remote in git.remotes(vault.root):
+        git.add_config(vault.root, f"remote.{remote}.fetch",
+                       [f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS])
+        done.append(f"{remote}: git fetch and git pull also bring memrepo's review records (refs/memrepo/)")
+    return done
 
 
 def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> SyncResult:
@@ -73,6 +85,7 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
         raise UsageError(f"{vault.root} is the private vault of {vault.owner}: private memories are never synced")
     if remote not in git.remotes(vault.root):
         raise UsageError(f"no git remote {remote!r} in {vault.root}; add one with 'git remote add {remote} URL'")
+    vault.ensure_trusted()  # a main a plain pull made unsafe is neither read nor pushed on
     install_driver(vault)
     result = SyncResult(remote, before=vault.head())
     main = vault.main_branch
@@ -81,6 +94,7 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
         with vault.lock():
             vault.require_main_checkout()
             _fetch(vault, remote)
+            _adopt_records(vault, remote)   # first: a policy accepted elsewhere decides this merge too
             _integrate(vault, remote, result)
             _adopt_proposals(vault, remote, result)
         pushed = _push(vault, remote, main, result)
@@ -89,6 +103,8 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
             _delete_closed_branches(vault, remote, result)
             break
     result.after = vault.head()
+    if result.integrated != "nothing":
+        result.unreviewed = unreviewed_between(vault, result.before, result.after)
     if not result.pushed:
         result.notes.append(f"{main} could not be pushed to {remote} after {attempts} attempts "
                             f"({result.not_pushed.get('refs/heads/' + main, 'remote kept moving')}); "
@@ -96,12 +112,31 @@ def sync(vault: Vault, *, remote: str = "origin", attempts: int = ATTEMPTS) -> S
     return result
 
 
+def unreviewed_between(vault: Vault, before: str | None, after: str | None) -> list[Problem]:
+    """What the commits between ``before`` and ``after`` brought past review: a lowered review
+    policy, and active high-risk memories that did not become active through review (the same
+    audit as ``validate``, for the memories these commits changed)."""
+    from memrepo.review import gate, policy
+    from memrepo.store.checks import check_bytes
+    if after is None or before == after:
+        return []
+    found = [p.problem() for p in policy.pending(vault, since=before)] if before else [p.problem() for p in policy.pending(vault)]
+    changed = [c for c in git.diff_tree(vault.root, before, after, ("memories", "archive")) if c.status != "D"]
+    blobs = git.read_blobs(vault.root, [c.sha for c in changed])
+    candidates = {}
+    for c in changed:
+        memory, problems = check_bytes(c.path, blobs[c.sha])
+        if memory is not None and not problems and memory.meta.get("status") == "active" and \
+                gate.high_risk_reason(dict(memory.meta), vault.config):
+            candidates[memory.id] = c.path
+    return found + gate.audit(vault, candidates).problems
+
+
 def _fetch(vault: Vault, remote: str) -> None:
     try:
         # Patterns, not names: an empty remote (the first sync) has no main yet.
         git.fetch(vault.root, remote, [f"+refs/heads/*:refs/remotes/{remote}/*",
-                                       f"+{APPLIED}*:refs/memrepo/remote/{remote}/applied/*",
-                                       f"+{REJECTED}*:refs/memrepo/remote/{remote}/rejected/*"])
+                                       *(f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS)])
     except GitError as e:
         raise GitError(f"fetching from {remote} failed; nothing changed locally: {e}") from None
 
@@ -109,7 +144,7 @@ def _fetch(vault: Vault, remote: str) -> None:
 def _push(vault: Vault, remote: str, main: str, result: SyncResult) -> bool:
     specs = [f"refs/heads/{main}:refs/heads/{main}"]
     specs += [f"{ref}:{ref}" for ref in git.refs(vault.root, "refs/heads/proposal/")]
-    specs += [f"{ref}:{ref}" for prefix in (APPLIED, REJECTED) for ref in git.refs(vault.root, prefix)]
+    specs += [f"{ref}:{ref}" for prefix in (APPLIED, REJECTED, POLICY) for ref in git.refs(vault.root, prefix)]
     try:
         outcome = git.push(vault.root, remote, specs)
     except GitError as e:
@@ -368,11 +403,7 @@ def _adopt_proposals(vault: Vault, remote: str, result: SyncResult) -> None:
     """Proposals closed on another clone (or merged on a forge) close here; open ones from
     other clones appear here."""
     root = vault.root
-    for kind, prefix in (("applied", APPLIED), ("rejected", REJECTED)):
-        for ref, sha in git.refs(root, f"refs/memrepo/remote/{remote}/{kind}/").items():
-            pid = ref.rsplit("/", 1)[-1]
-            if git.rev_parse(root, prefix + pid) is None:
-                git.update_refs(root, [git.RefChange(prefix + pid, sha, None)], reason=f"memrepo: {pid} {kind} on {remote}")
+    _adopt_records(vault, remote)
     main = vault.head()
     for ref, sha in git.refs(root, f"refs/remotes/{remote}/proposal/").items():
         pid = ref.removeprefix(f"refs/remotes/{remote}/proposal/")
@@ -383,15 +414,45 @@ def _adopt_proposals(vault: Vault, remote: str, result: SyncResult) -> None:
                 result.notes.append(f"proposal {pid} from {remote} not taken: {bad[0][0]}: {bad[0][1]}")
                 continue
             git.update_refs(root, [git.RefChange(local, sha, None)], reason=f"memrepo: proposal {pid} from {remote}")
+    recorded = set(git.refs(root, "refs/memrepo/proposed/").values())
     for ref, sha in git.refs(root, "refs/heads/proposal/").items():
         pid = ref.removeprefix("refs/heads/proposal/")
-        if not _closed(root, pid) and main and git.is_ancestor(root, sha, main):
+        # merged on a forge: applied, when the tip is an activation memrepo recorded (not a look-alike)
+        if not _closed(root, pid) and main and sha in recorded and git.is_ancestor(root, sha, main):
             merged = git.merge_commit_of(root, sha, main)
             if merged:
                 git.update_refs(root, [git.RefChange(APPLIED + pid, merged, None)], reason=f"memrepo: {pid} merged into main")
         if _closed(root, pid):
             git.update_refs(root, [git.RefChange(ref, None, sha)], reason=f"memrepo: {pid} closed")
             result.adopted.append(pid)
+
+
+def _adopt_records(vault: Vault, remote: str) -> None:
+    """The remote's records (proposals applied or rejected, review policies accepted) that this
+    clone lacks, as fetched into ``refs/memrepo/remote/<remote>/``."""
+    root = vault.root
+    known = git.refs(root, *(prefix for _kind, prefix in RECORDS))
+    for kind, prefix in RECORDS:
+        for ref, sha in git.refs(root, f"refs/memrepo/remote/{remote}/{kind}/").items():
+            name = ref.rsplit("/", 1)[-1]
+            if prefix + name not in known:
+                git.update_refs(root, [git.RefChange(prefix + name, sha, None)], reason=f"memrepo: {name} {kind} on {remote}")
+                vault.refresh()  # an accepted policy may now be in force
+
+
+def fetch_records(vault: Vault) -> list[str]:
+    """Fetch and take every remote's records (what a fresh clone lacks: a plain ``git clone``
+    fetches branches only), so the review policy a person accepted elsewhere is in force here
+    before the first sync; returns a note per remote that could not be reached."""
+    notes = []
+    for remote in git.remotes(vault.root):
+        try:
+            git.fetch(vault.root, remote, [f"+{prefix}*:refs/memrepo/remote/{remote}/{kind}/*" for kind, prefix in RECORDS])
+        except GitError as e:
+            notes.append(f"{remote}: review records not fetched ({e}); 'memrepo sync' fetches them")
+            continue
+        _adopt_records(vault, remote)
+    return notes
 
 
 def _closed(root, pid: str) -> bool:

@@ -129,7 +129,7 @@ def prune(transcript: Path = typer.Argument(..., metavar="TRANSCRIPT.json", help
           hard_ratio: float = typer.Option(0.5, "--hard-ratio", help="Still above this share of the original size: clear the oldest results."),
           as_json: bool = params.JSON):
     """Prune old tool results (soft trim, then hard clear); every result removed is kept as evidence first."""
-    text = call.stdin_text() if str(transcript) == "-" else transcript.read_text(encoding="utf-8")
+    text = call.stdin_text() if str(transcript) == "-" else transcript.read_bytes()
     options = api.prune_options(keep_last_assistants=keep_last_assistants, soft_chars=soft_chars, head=head, tail=tail,
                                 hard_ratio=hard_ratio)
     with call.vault() as vault:

@@ -21,7 +21,8 @@ def hooks_install(as_json: bool = params.JSON):
     """Install the pre-commit and pre-merge-commit hooks (an existing hook is kept as .legacy)."""
     with call.vault() as vault:
         lines = api.install_hooks(vault)
-    out({"installed": lines}, as_json, "\n".join(lines))
+        notes = api.fetch_records(vault)  # a fresh clone takes the review records it lacks
+    out({"installed": lines, "notes": notes}, as_json, "\n".join(lines + notes))
 
 
 @hook_app.command("pre-commit")

@@ -7,7 +7,7 @@ import typer
 
 from memrepo import api
 from memrepo.cli import call, params
-from memrepo.cli.output import out
+from memrepo.cli.output import echo, out
 
 app = typer.Typer()
 
@@ -18,6 +18,7 @@ app = typer.Typer()
 @params.takes_fields("propose")
 def propose(fields: dict, given: List[str],
             body: Optional[str] = typer.Option(None, help="Markdown body (default: stdin when it is not a terminal)."),
+            request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key: run again with the same key, the first write's result is returned and nothing is written twice."),
             as_json: bool = params.JSON):
     """Propose a memory to the shared pool (layer L2 unless given): duplicates reinforce,
     conflicts go to arbitration; a shared fact needs --subject and --fact, shared knowledge
@@ -25,7 +26,7 @@ def propose(fields: dict, given: List[str],
     if body is None:
         body = call.stdin_text()
     with call.vault() as vault:
-        result = api.propose(vault, fields, body, agent=call.state.agent)
+        result = api.propose(vault, fields, body, agent=call.state.agent, request_id=request_id)
         url = api.compare_url(vault, result.proposal) if result.proposal else None
     where = {"reinforced": f"reinforced {result.reinforced}", "written": f"wrote {result.id}",
              "superseded": f"wrote {result.id}, superseding {result.superseded} (policy {result.policy})",
@@ -82,5 +83,10 @@ def sync(remote: str = typer.Option("origin", "--remote", help="Git remote the t
     lines += [f"  not pushed {ref}: {why}" for ref, why in result.not_pushed.items()]
     lines += [f"  {n}" for n in result.notes]
     out(result.as_dict(), as_json, "\n".join(lines))
+    if result.unreviewed and not as_json:
+        echo(f"warning: {remote}'s commits brought {len(result.unreviewed)} change(s) past review "
+             "(memrepo keeps the reviewed policy; 'memrepo validate' lists them):", err=True)
+        for problem in result.unreviewed:
+            echo(f"  {problem}", err=True)
     if not result.pushed:
         raise typer.Exit(1)

@@ -34,19 +34,47 @@ def add(fields: dict, given: List[str],
         remote: str = typer.Option("origin", help="Remote for --push."),
         files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
         skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
+        request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key (a job or turn id): run again with the same key, the first write's result is returned and nothing is written twice."),
+        call_id: Optional[str] = typer.Option(None, "--call-id", hidden=True, help="Named in the commit (the background server's client finds the write by it)."),
+        find_call: bool = typer.Option(False, "--find-call", hidden=True, help="Write nothing: report the write --call-id made, if any (the client asks this when the server died during the call)."),
         as_json: bool = params.JSON):
     """Write one memory. Low risk commits to main; high risk becomes a review proposal.
 
     With --file, write hand-written memory files instead (the fields come from each file)."""
     author = fields.pop("author")
     if files:
+        given = given + (["--request-id"] if request_id is not None else [])
         _add_files(files, [g for g in given if g != "--author"] + (["--body"] if body is not None else []), author=author,
                    skip_invalid=skip_invalid, push=push, remote=remote, as_json=as_json)
+        return
+    if find_call and call_id:
+        _report_call(call_id, push=push, remote=remote, as_json=as_json)
         return
     if body is None:
         body = call.stdin_text()
     with call.vault() as vault:
-        result = api.add(vault, fields, body, agent=call.state.agent, author=author, push=push, remote=remote)
+        result = api.add(vault, fields, body, agent=call.state.agent, author=author, push=push, remote=remote,
+                         request_id=request_id, call_id=call_id)
+    _report_add(result, push=push, remote=remote, as_json=as_json)
+
+
+STOPPED_UNWRITTEN = ("memrepo: the background server stopped during the call before anything was written "
+                     "(nothing was written); run the command again")
+
+
+def _report_call(call_id: str, *, push: bool, remote: str, as_json: bool) -> None:
+    """The answer to an ``add`` the background server was killed during: the write it made
+    (found by its call id once a killed write is finished), or that nothing was written (75)."""
+    with call.vault() as vault:
+        commit = api.find_call(vault, call_id)
+        if commit is None:
+            echo(STOPPED_UNWRITTEN, err=True)
+            raise typer.Exit(75)
+        result = api.result_of(vault, commit)
+    _report_add(result, push=push, remote=remote, as_json=as_json)
+
+
+def _report_add(result, *, push: bool, remote: str, as_json: bool) -> None:
     where = f"commit {result.commit[:12]}" if result.commit else f"proposal {result.proposal} (review: memrepo review {result.proposal})"
     if push and result.proposal:
         where += f"; pushed branch proposal/{result.proposal} to {remote}: open a pull request from it"
@@ -115,10 +143,12 @@ def log(memory_id: str = typer.Argument(..., metavar="ID"), as_json: bool = para
 
 @app.command(epilog=params.examples("memrepo validate", "memrepo validate memories/L2 --json"))
 def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (default: the whole vault)."),
+             require_signed: bool = typer.Option(False, "--require-signed", help="Also require a good signature (git's own check) on every commit that made a high-risk memory active or changed the review policy."),
              as_json: bool = params.JSON):
     """Check memory files and the vault's invariants; exit 1 and list every problem."""
     with call.vault() as vault:
-        report = api.validate_vault(vault, progress=output.progress("validate")) if not paths else None
+        report = api.validate_vault(vault, progress=output.progress("validate"),
+                                    require_signed=require_signed) if not paths else None
         problems = report.problems if report else api.validate_paths(vault, paths)
     overrides = report.overrides if report else []
     if as_json:
