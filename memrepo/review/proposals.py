@@ -82,7 +82,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
         _check_proposed(vault, memories)
     card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
     card += "".join(f"\n{line}" for line in proposal_files.card_lines(adds))
-    ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
+    ids = ",".join(dict.fromkeys([m.id for m in memories] + [m.id for m in deletes]))   # a move writes and deletes one id
     first = (memories or deletes or [Memory({"summary": reason}, "")])[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
                f"{first.meta['summary']}"[:100] + "\n\n" + card + "\n\n"

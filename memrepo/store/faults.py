@@ -35,6 +35,7 @@ POINTS = {
     "distill-proposed": "distill: candidates found, proposal not yet made",
     "reindex-built": "reindex: new index generation written, not yet made live",
     "vectors-checkpointed": "vector build: a batch encoded and kept aside, the build not finished",
+    "check-clone-made": "check run: the throw-away clone made, no check answered yet",
 }
 
 
