@@ -271,7 +271,7 @@ def proposal_checks(vault: Vault, ref: str, *, mode: str = "overwrite", only: It
 
 
 def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
-          only: Iterable[str] | None = None, accept_regression: str | None = None) -> str:
+          only: Iterable[str] | None = None, accept_regression: str | None = None, why: str = "") -> str:
     """``memrepo apply``: the recall checks first, then the merge. A proposal that makes a check
     fail which passes on main is refused (Conflict, naming the checks) unless
     ``accept_regression`` says why; the reason and the checks are then recorded as trailers of
@@ -296,18 +296,18 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
             if run.regressions:
                 trailers = {"Memrepo-Accept-Regression": accept_regression or "",
                             "Memrepo-Regressed": " ".join(regressed_name(r.check) for r in run.regressions)}
-        return proposals.apply(vault, proposal.id, mode=mode, reviewer=reviewer, only=only, extra_trailers=trailers)
+        return proposals.apply(vault, proposal.id, mode=mode, reviewer=reviewer, only=only, extra_trailers=trailers, why=why)
 
 
 def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
-               only: Iterable[str] | None = None, accept_regression: str | None = None) -> list:
+               only: Iterable[str] | None = None, accept_regression: str | None = None, why: str = "") -> list:
     """Several proposals applied in turn (a person's bulk approve), each through :func:`apply`:
     one whose recall checks regress is refused and stays open, the others go ahead."""
     from memrepo.review import bulk
 
     def checked(v: Vault, pid: str, **options: Any) -> str:
         return apply(v, pid, accept_regression=accept_regression, **options)
-    return bulk.apply_many(vault, ids, mode=mode, reviewer=reviewer, only=only, apply=checked)
+    return bulk.apply_many(vault, ids, mode=mode, reviewer=reviewer, only=only, why=why, apply=checked)
 
 
 def regressed_name(check: RecallCheck) -> str:

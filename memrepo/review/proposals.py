@@ -422,13 +422,14 @@ def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> No
 
 
 def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
-          only: Iterable[str] | None = None, extra_trailers: Mapping[str, str] | None = None) -> str:
+          only: Iterable[str] | None = None, extra_trailers: Mapping[str, str] | None = None, why: str = "") -> str:
     """Merge a proposal into main as one merge commit; returns the merge commit id.
 
     ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
     others are recorded as declined in the merge commit and are not proposed again; an empty
     ``only`` chooses nothing and is refused (None applies them all). ``extra_trailers`` are
-    recorded in the merge commit (``Memrepo-*: value`` lines). A caller already holding the
+    recorded in the merge commit (``Memrepo-*: value`` lines), and so is the reviewer's ``why``
+    (optional when approving; ``proposals --all`` and the history show it). A caller already holding the
     vault lock (the recall-checked apply) keeps it throughout.
     """
     vault.require_main_checkout()
@@ -454,9 +455,11 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
         title = writes[0].meta["summary"] if writes else f"delete {len(deletes)} memories" if deletes else proposal.reason
         message = (f"memrepo: apply {proposal.id} ({mode}): {title}"[:100]
                    + f"\n\nApplied proposal {proposal.id} ({', '.join(applied)}).\n\n"
-                   f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
+                   + (f"{' '.join(why.split())}\n\n" if why.strip() else "")
+                   + f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
                    + (f"Memrepo-Declined: {','.join(declined)}\n" if declined else "")
                    + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n"
+                   + (f"Memrepo-Why: {' '.join(why.split())}\n" if why.strip() else "")
                    + "".join(f"{k}: {' '.join(v.split())}\n" for k, v in (extra_trailers or {}).items()))
         faults.point("apply-checked")
         # main, the applied marker and the proposal branch move in one ref transaction: a
