@@ -476,7 +476,7 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
 
 def _mix(cands: list[_Cand], a: float) -> None:
     """score = a * keyword / best + (1 - a) * min-max cosine over the pool (a linear mix
-    beat reciprocal-rank fusion on both dev halves: LIBRARIES.md, "Embeddings")."""
+    beat reciprocal-rank fusion on both dev halves of the retrieval benchmarks)."""
     sims = [c.cosine for c in cands if c.cosine is not None]
     if not sims:
         return
