@@ -8,6 +8,11 @@ the keyword index and every vector brought to it before the command returns (the
 runs on every core, one process each, or ``--workers``) — and checks that the next search
 answers hybrid with nothing left to build. Reports wall and CPU seconds (the children's CPU,
 so the encoding workers count); the model's unpacked cache is warmed first.
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 
@@ -40,6 +45,13 @@ def timed(args: list[str], cwd: Path, env: dict) -> tuple[float, tuple[float, fl
     return time.perf_counter() - w, (u2 - u, s2 - s), out.stdout
 
 
+def _synth(bench: Path) -> Path:
+    if not (bench / "synth.py").is_file():
+        raise SystemExit(f"bench: {bench / 'synth.py'} is absent (the benchmark kit's synthetic generator, not part "
+                         "of this repository): pass --bench DIR (the folder holding it)")
+    return bench / "synth.py"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
@@ -52,7 +64,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="memrepo-semimport-") as tmp:
         tmp = Path(tmp)
         mem = tmp / "synth.jsonl"
-        subprocess.run([sys.executable, str(args.bench / "synth.py"), "--n", str(args.n), "--out", str(mem)],
+        subprocess.run([sys.executable, str(_synth(args.bench)), "--n", str(args.n), "--out", str(mem)],
                        check=True, capture_output=True)
         subprocess.run([sys.executable, "-c", "from memrepo.retrieval import embed; "
                         "embed.shared(embed.user_cache_dir()).query('warm the model cache')"], check=True, env=env)

@@ -1,4 +1,5 @@
-"""``prune``: tool-result pruning that keeps the evidence (seed 002, second minimal change).
+"""``prune``: tool-result pruning that keeps the evidence so that a long session
+stays small without losing what a tool returned.
 
 Tool results are temporary reference; they should not ride along in every turn. Old, large
 results are soft-trimmed (head + ``…`` + tail); if the transcript is still over the hard

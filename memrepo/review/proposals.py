@@ -118,7 +118,8 @@ def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
 
 def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None,
                 deletes: Iterable[Memory] = (), affected: Iterable[str] = ()) -> str:
-    """The five answers a reviewer needs (seed 000), as plain text.
+    """The five answers a reviewer needs (what triggered it, what it
+    supersedes, the evidence, what it affects, the rollback point), as plain text.
 
     ``affected`` names what cites the memory being replaced (memories and agent outputs):
     they are listed under Affects, as they need re-evaluating when it changes.
