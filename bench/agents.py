@@ -19,6 +19,11 @@ with the load average around each part (the machine may be shared: CPU is the co
 what an agent waits). Keyword-only unless ``--semantic`` (MEMREPO_SEMANTIC=0 otherwise).
 ``--workdir DIR --reuse`` keeps each size's vault in DIR and measures an existing one as it is
 (an import of 100,000 memories takes minutes).
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

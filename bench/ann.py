@@ -16,6 +16,11 @@ snapshot with and without the index; the exact scan at ``--sizes`` (where ``ann_
 pays); a fresh process's peak RSS when it loads the vectors and answers the queries through
 the index. ``--usearch`` adds HNSW rows (``pip install usearch==2.26.6``; memrepo does not
 depend on it; its build is minutes of CPU at 100k).
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 

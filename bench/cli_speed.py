@@ -27,6 +27,11 @@ sets a variable for one side only: ``--before T --after T --env after:MEMREPO_CL
 compares one tree with itself under two settings (older trees had a typer-free fast path
 that variable turned off).
 Targets (at 10k, wall p50 on 2 cores): add <= 150 ms, search <= 250 ms.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

@@ -24,6 +24,11 @@ posting decoded and scored one by one in Python: the algorithm before, same code
 alone and of the whole ``api.search``, p50/p95 per way; the blocks read and skipped; which way
 the default chose; and a check that all ways return the same documents with the same scores
 (the run fails otherwise).
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

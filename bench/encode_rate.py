@@ -25,6 +25,11 @@ whitespace-led chunk gave the tokenizer's own ids (``same_ids``: all of them).
 
 ``--parallel N`` also times the product's bulk path on N synthetic texts (one spawned process
 per core, ``MEMREPO_ENCODE_WORKERS`` respected), wall and CPU with the workers included.
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 

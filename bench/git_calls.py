@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How many git processes each operation starts, at a few sizes (issue 8: O(1) in the items).
+"""How many git processes each operation starts, at a few sizes (the aim: as many for 40 items as for 5).
 
   .venv/bin/python bench/git_calls.py [--sizes 5 40]
 

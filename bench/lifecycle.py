@@ -3,7 +3,7 @@
 
   .venv/bin/python bench/lifecycle.py [--sizes 10000 100000] [--repeat 3] [--patterns 0.01]
 
-Noise entries come from the shared synthetic generator (``/work/shared/bench/synth.py``, run at
+Noise entries come from the shared synthetic generator (``../shared/bench/synth.py``, run at
 bench time, never copied; override with ``--synth`` or ``MEMREPO_SYNTH``); its L1 rows become
 :class:`Entry` values spread over one window. Into them the bench plants paraphrase patterns,
 English and Chinese, each told 3-4 times on distinct days in different words, so the timing
@@ -14,6 +14,11 @@ synth's links, extra deterministic links, recall statistics for 10 % and base we
 Times are wall-clock (``time.perf_counter``) and CPU (``time.process_time``); the ratio line
 shows CPU-time growth from the smallest to the largest size (10x more entries should cost
 about 10x, not 100x).
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from memrepo.lifecycle.decay import DecayParams, compute_activity, plan_archive 
 from memrepo.lifecycle.distill import Entry, find_patterns  # noqa: E402
 from memrepo.lifecycle.graph import Node, build_graph  # noqa: E402
 
-SYNTH = os.environ.get("MEMREPO_SYNTH", "/work/shared/bench/synth.py")
+SYNTH = os.environ.get("MEMREPO_SYNTH") or str(Path(__file__).resolve().parents[2] / "shared" / "bench" / "synth.py")
 NOW = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
 WINDOW_DAYS = 30
 

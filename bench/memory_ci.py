@@ -17,6 +17,11 @@ new memories (``import --propose``). Then, one CLI process per call, after one w
 Prints the median and p95 wall and CPU time per command (CPU includes git and every child);
 target (issue "memory CI"): 200 checks on a 10k vault in at most 10 s. Without the synth
 script (``MEMREPO_SYNTH`` or ``../shared/bench/synth.py``) it says where to put it and stops.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

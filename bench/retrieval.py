@@ -26,6 +26,11 @@ conversation out; four blocks of MADial dialogues), per category for LoCoMo: the
 expect on data nobody tuned on. ``--choose FIELD=V1,V2,...`` (in-process, repeatable: a grid)
 re-chooses a constant the honest way: for each held-out fold the value best on the *other*
 folds, scored on the held-out one (list the shipped value first: ties keep it).
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 
@@ -54,8 +59,17 @@ SETS = {
 }
 
 
+def kit_file(bench: Path, name: str) -> Path:
+    """A file of the benchmark kit, or a clear stop: the kit is not part of this repository."""
+    path = bench / name
+    if not path.exists():
+        raise SystemExit(f"bench: {path} is absent: the benchmark kit (the LoCoMo and MADial-Bench dev halves, "
+                         "synth.py) is read from beside the project; pass --bench DIR (the folder holding it)")
+    return path
+
+
 def load_kit(bench: Path):
-    spec = importlib.util.spec_from_file_location("recall_at_k", bench / "recall_at_k.py")
+    spec = importlib.util.spec_from_file_location("recall_at_k", kit_file(bench, "recall_at_k.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -64,8 +78,8 @@ def load_kit(bench: Path):
 def convert(bench: Path, name: str, out: Path) -> tuple[Path, Path]:
     args, _ = SETS[name]
     mem, qry = out / f"{name}.memories.jsonl", out / f"{name}.queries.jsonl"
-    cmd = [sys.executable, str(bench / "to_jsonl.py"), args[0],
-           *[str(bench / a) for a in args[1:]], "--out", str(mem), "--queries", str(qry)]
+    cmd = [sys.executable, str(kit_file(bench, "to_jsonl.py")), args[0],
+           *[str(kit_file(bench, a)) for a in args[1:]], "--out", str(mem), "--queries", str(qry)]
     subprocess.run(cmd, check=True, capture_output=True)
     return mem, qry
 

@@ -17,7 +17,12 @@ CLI process per call (start-up included), ``--runs`` cycles after 3 warm-up cycl
 Each cycle uses its own subject and ids, so cycles do not depend on each other. After the runs
 ``memrepo validate`` must find the vault clean. Prints median and p95 (ms) per operation and the
 ratio between the largest and smallest vault; writes JSON. Deterministic (fixed seed and ids).
-Target (issue 3): these must not grow with the number of memories beyond git's own costs.
+Target: these must not grow with the number of memories beyond git's own costs.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

@@ -18,6 +18,11 @@ machine is shared; CPU time is what the code costs, wall time is what a user wai
   ``--cli-queries`` queries; run from compiled bytecode as an installed package is), and
   ``memrepo search --queries FILE --json`` for all queries in one process;
 * **SQLite FTS5** (stdlib) on the same analysed terms and queries: the physical reference.
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ from memrepo import text
 from memrepo.retrieval.index import MemoryIndex, SearchQuery
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieval import DEFAULT_BENCH, read_jsonl, to_doc  # noqa: E402
+from retrieval import DEFAULT_BENCH, kit_file, read_jsonl, to_doc  # noqa: E402
 
 MEMREPO = str(Path(sys.executable).with_name("memrepo"))
 
@@ -75,7 +80,7 @@ def dir_size(path: Path) -> int:
 
 def synth(bench: Path, n: int, nq: int, out: Path) -> tuple[Path, Path]:
     mem, qry = out / "synth.memories.jsonl", out / "synth.queries.jsonl"
-    subprocess.run([sys.executable, str(bench / "synth.py"), "--n", str(n), "--out", str(mem),
+    subprocess.run([sys.executable, str(kit_file(bench, "synth.py")), "--n", str(n), "--out", str(mem),
                     "--queries", str(qry), "--nq", str(nq)], check=True, capture_output=True)
     return mem, qry
 

@@ -1,4 +1,4 @@
-"""Where an in-process hybrid search's CPU goes, stage by stage (issue 11: p50 <= 20 ms at 100k).
+"""Where an in-process hybrid search's CPU goes, stage by stage (target: p50 <= 20 ms at 100k).
 
     .venv/bin/python bench/search_stages.py VAULT [--queries FILE.json] [--count 150] [--whoosh]
 

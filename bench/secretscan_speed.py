@@ -14,6 +14,11 @@ the rules the prefilter lets run per text.
 ``--import-n N`` also times ``memrepo import`` of N synthetic memories into a new vault (the
 child's CPU seconds, keyword index only: ``MEMREPO_SEMANTIC=0``), alternating this tree and a
 temporary copy of it whose only change is the ``--before`` secretscan.py.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

@@ -14,6 +14,11 @@ own and its encoding workers'), and the build's CPU per memory encoded.
 ``--resume``: the same import into a second vault with the build killed at the fault point
 ``vectors-checkpointed:K`` (after the unit that passes half of the memories), then resumed by
 the next search: how much it kept, what the resumed build encoded, its wall time and CPU.
+
+The data is the benchmark kit's: the dev halves of the public LoCoMo and MADial-Bench
+benchmarks (and its synthetic generator ``synth.py``), read at run time from ``../shared/bench``
+beside the project and never copied in (their licences keep them out of this repository).
+When the kit is absent the bench says where it looked and stops: pass ``--bench DIR``.
 """
 from __future__ import annotations
 
@@ -97,6 +102,13 @@ def import_run(tmp: Path, name: str, mem: Path, env: dict) -> dict:
             "build": built, "states": (*first, semantic_of(vault, env)), "returned": returned}
 
 
+def _synth(bench: Path) -> Path:
+    if not (bench / "synth.py").is_file():
+        raise SystemExit(f"bench: {bench / 'synth.py'} is absent (the benchmark kit's synthetic generator, not part "
+                         "of this repository): pass --bench DIR (the folder holding it)")
+    return bench / "synth.py"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000)
@@ -104,8 +116,6 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, help="encoding processes (default: every core)")
     ap.add_argument("--resume", action="store_true", help="also: a build killed at half, then resumed")
     args = ap.parse_args(argv)
-    if not (args.bench / "synth.py").exists():
-        raise SystemExit(f"the benchmark kit's synth.py is not in {args.bench}: give its folder with --bench")
     env = {**os.environ, "MEMREPO_SEMANTIC": "1"}
     env.pop("MEMREPO_FAULT", None)
     if args.workers:
@@ -113,7 +123,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="memrepo-semimport-") as tmp_name:
         tmp = Path(tmp_name)
         mem = tmp / "synth.jsonl"
-        subprocess.run([sys.executable, str(args.bench / "synth.py"), "--n", str(args.n), "--out", str(mem)],
+        subprocess.run([sys.executable, str(_synth(args.bench)), "--n", str(args.n), "--out", str(mem)],
                        check=True, capture_output=True)
         subprocess.run([sys.executable, "-c", "from memrepo.retrieval import embed; "
                         "embed.shared(embed.user_cache_dir()).query('warm the model cache')"], check=True, env=env)

@@ -16,6 +16,11 @@ a bare repository with ``memrepo sync``; a second clone made with ``git clone`` 
 
 After the runs both clones' main must have the same tree and ``memrepo validate`` must pass on
 both. Prints median and p95 wall ms per step; writes JSON.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 

@@ -23,7 +23,12 @@ Process start-up alone (``memrepo --help``) is measured once as the floor of eve
 Everything is deterministic (fixed seed, ids, subjects and bodies); the machine is recorded in
 the JSON. ``--profile DIR`` also writes a cProfile of one CLI ``add`` and one hook run per size
 and prints where their time goes. Times are wall-clock (``time.perf_counter``), in ms.
-Target (issue 2): ``add`` <= 150 ms median through the CLI at 100,000 memories, flat in size.
+Target: ``add`` <= 150 ms median through the CLI at 100,000 memories, flat in size.
+
+The synthetic memories come from the benchmark kit's generator (``synth.py``, deterministic,
+~30 % Chinese; read at run time from ``../shared/bench`` beside the project, never copied, not
+part of this repository). When it is absent the bench says where it looked and stops: pass
+``--synth PATH`` or set ``MEMREPO_SYNTH``.
 """
 from __future__ import annotations
 
@@ -121,6 +126,9 @@ def repeat(fn: Callable[[int], tuple[float, float]], runs: int, warmups: int = W
 
 
 def synth(path: Path, n: int, synth_script: str, env: dict[str, str]) -> Path:
+    if not Path(synth_script).is_file():
+        raise SystemExit(f"bench: the synthetic generator {synth_script} is absent (the benchmark kit's synth.py, "
+                         "not part of this repository): pass --synth PATH or set MEMREPO_SYNTH")
     if not path.exists():
         run([sys.executable, synth_script, "--n", str(n), "--out", str(path), "--seed", str(SEED)], env)
     return path

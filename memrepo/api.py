@@ -54,7 +54,6 @@ from memrepo.retrieval.search import (
     vector_state,
     warm_up,
 )
-from memrepo.review.writes import add_files, import_jsonl
 from memrepo.store import git as _git
 from memrepo.store.vault import Vault, find_root, recover, render_bytes
 from memrepo.team.scopes import add, current_agent, get, list_memories, private_vault, search, visible_vaults
@@ -94,7 +93,7 @@ if TYPE_CHECKING:  # the names below import their module on first call; these ar
     from memrepo.review.requests import find_call
     from memrepo.review.timeline import timeline
     from memrepo.review.validate import validate_paths, validate_tree, validate_vault
-    from memrepo.review.writes import result_of
+    from memrepo.review.writes import add_files, import_jsonl, result_of
     from memrepo.store.processes import start_detached
     from memrepo.team.citations import ack, cite, cited_by, notices
     from memrepo.team.merge import merge_files
@@ -544,6 +543,14 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
 
     def result_of(*args, **kwargs):
         from memrepo.review.writes import result_of as call
+        return call(*args, **kwargs)
+
+    def add_files(*args, **kwargs):
+        from memrepo.review.writes import add_files as call
+        return call(*args, **kwargs)
+
+    def import_jsonl(*args, **kwargs):
+        from memrepo.review.writes import import_jsonl as call
         return call(*args, **kwargs)
 
     def status(*args, **kwargs):

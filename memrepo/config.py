@@ -47,7 +47,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # Promotion (L2 -> L3): the same machinery, a longer window and a higher bar.
     "promote": {"window_days": 90, "min_occurrences": 5, "count_by": "day_or_session", "similarity": 0.3,
                 "common_day_share": 0.35, "max_per_subject": 10, "max_per_run": 30},
-    # Influence decay (memrepo.lifecycle.decay, seed 003 section 3.3):
+    # Influence decay (memrepo.lifecycle.decay):
     # activity = alpha * own + beta * linked + gamma * base.
     "decay": {
         "alpha": 0.5,  # own recall activity: still the largest single signal

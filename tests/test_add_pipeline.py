@@ -1,4 +1,4 @@
-"""Issue 8: ``add`` is one pipeline (build -> check once -> route -> render -> commit -> record):
+"""``add`` is one pipeline (build -> check once -> route -> render -> commit -> record):
 the new memory is checked once on the low-risk path and once on the high-risk path.
 
 The count comes from a profile hook that sees every call of ``checks.check_memory`` (whatever

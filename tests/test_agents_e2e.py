@@ -1,4 +1,4 @@
-"""The seed's acceptance checklist as an end-to-end test (issue 10, section 6), in English and
+"""The agents' acceptance checklist as an end-to-end test, in English and
 Chinese: a long session with tool calls is pruned under budget while the full results stay on
 disk as evidence; before "compaction" the flush writes short entries with decisions,
 constraints and evidence pointers to the daily log; the transcript is dropped; a question that

@@ -1,4 +1,5 @@
-"""flush: the pre-compaction flush (issue 10, section 2; seed 002's template)."""
+"""flush: the pre-compaction flush in the What / Decision / Why / Evidence / Next
+template."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""OpenClaw workspaces in and out, and export to JSONL (issue 10, section 5)."""
+"""OpenClaw workspaces in and out, and export to JSONL."""
 from __future__ import annotations
 
 import json

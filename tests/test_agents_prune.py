@@ -1,4 +1,4 @@
-"""prune and evidence: tool-result pruning that keeps the evidence (issue 10, section 3)."""
+"""prune and evidence: tool-result pruning that keeps the evidence."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""recall and context: what an agent reads per turn and at session start (issue 10, section 1)."""
+"""recall and context: what an agent reads per turn and at session start."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
 """The package layout, read from the AST: imports point one way down the layers, no module
 imports itself back through a cycle (lazy imports inside functions included), and each outside
-library has one owner module (STYLE.md points 1-3 and 6, DESIGN.md section 7b)."""
+library has one owner module, so a change to how memrepo uses it is made in one place."""
 from __future__ import annotations
 
 import ast

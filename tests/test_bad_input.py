@@ -1,4 +1,4 @@
-"""Issue 9 ("Trust"), cases 12 and 13: bad input gets a one-line `path:field: message` error,
+"""Bad input gets a one-line `path:field: message` error,
 never a traceback, and never an invalid vault (write path, hook and validate)."""
 from __future__ import annotations
 

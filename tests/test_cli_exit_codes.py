@@ -1,4 +1,4 @@
-"""Every error maps to one documented exit code (issue 12): each class of memrepo.errors has
+"""Every error maps to one documented exit code: each class of memrepo.errors has
 the code its family documents, and each code is produced by a real failure through the CLI,
 as text (one line on stderr) and as JSON (on stdout, same exit code)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Strict inputs (issue 9 case 15, issue 12): unknown filter values and bad dates are usage
+"""Strict inputs: unknown filter values and bad dates are usage
 errors (exit 2) with the accepted values, not empty results; config.toml is checked on load."""
 from __future__ import annotations
 

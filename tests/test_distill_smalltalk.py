@@ -1,4 +1,4 @@
-"""Issue 14: small talk never becomes a pattern, one speaker per pattern, paraphrases still join,
+"""Small talk never becomes a pattern, one speaker per pattern, paraphrases still join,
 candidates read as statements, ranked and capped, with near misses explained."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11 (bulk encoding): the forward pass that computes the first convolution once per
+"""Bulk encoding: the forward pass that computes the first convolution once per
 distinct token (memrepo.retrieval.forward) gives the model's own vectors within float
 rounding, on every kind of text, however the texts are cut into micro-batches and whatever
 tokens it kept from earlier calls; the bulk paths through ``Encoder`` use it."""

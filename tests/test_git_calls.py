@@ -1,4 +1,4 @@
-"""Issue 8: git is asked once per operation, not once per memory or proposal.
+"""git is asked once per operation, not once per memory or proposal.
 
 Each case runs the same operation on a vault with 5 and with 40 items and counts the real git
 processes it starts (``git_calls`` puts a counting ``git`` first on PATH): the counts must not

@@ -167,7 +167,7 @@ def test_hand_override_of_an_active_fact_on_main_is_refused_but_no_verify_overri
     assert proc.returncode == 0
     assert git(vault.root, "log", "-1", "--format=%s").strip() == "deliberate override"
     from memrepo.review import validate
-    # --no-verify passes the hook but not the audit, until the commit says why (issue 9, case 8)
+    # --no-verify passes the hook but not the audit, until the commit says why
     assert [(p.path, p.field) for p in validate.validate_tree(vault)] == [("memories/L2/mem_new.md", "status")]
     proc = commit(vault.root, "--amend", "--no-verify", "-m", "deliberate override\n\nMemrepo-Override: pool size agreed in standup")
     assert proc.returncode == 0

@@ -1,4 +1,4 @@
-"""Issue 5 end to end on real vaults: nightly distill to one proposal branch per run (idempotent,
+"""The lifecycle end to end on real vaults: nightly distill to one proposal branch per run (idempotent,
 reinforcing, respecting review decisions, deterministic, robust to a damaged entry), promotion,
 influence decay with keystones, archive and its revert, deletion proposals, expiry clean-up,
 the nightly job with its lock and log, scheduling, and the memory graph."""

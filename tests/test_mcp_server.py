@@ -1,5 +1,5 @@
 """The MCP server, driven by the mcp SDK's own client: in-process and over stdio against a real
-``memrepo mcp`` subprocess (issue 10, section 4)."""
+``memrepo mcp`` subprocess."""
 from __future__ import annotations
 
 import asyncio

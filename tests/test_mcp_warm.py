@@ -1,7 +1,7 @@
 """A warm ``memrepo mcp`` server never answers from stale state: whatever another process does
 to the vault (the CLI, a hand edit committed with git, a revert, a checkout, a merge, packed
 refs, an uncommitted edit) is seen on the server's next call. Driven by the mcp SDK's client
-against ``memrepo mcp`` as a real subprocess (issue 10, section 4)."""
+against ``memrepo mcp`` as a real subprocess."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Progress bars (issue 12): every long operation draws one on a terminal (stderr), and none
+"""Progress bars: every long operation draws one on a terminal (stderr), and none
 when stderr is not a terminal. The terminal path runs the CLI as a process on a pty."""
 from __future__ import annotations
 

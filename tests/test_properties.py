@@ -1,5 +1,5 @@
 """Random sequences of add / propose / apply / reject / rollback / hand ``git revert`` on a real
-repository keep the vault's invariants after every step (issue 3, "Tests that must exist")."""
+repository keep the vault's invariants after every step."""
 from __future__ import annotations
 
 import shutil
@@ -87,8 +87,8 @@ class VaultMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 20))
     def git_revert(self, pick):
         root = self.vault.root
-        # The changes that took effect: add, import and apply commits (issue 3: "every applied
-        # change is one commit, so git revert <that commit> by hand ... leaves a valid vault").
+        # The changes that took effect: add, import and apply commits (every applied change is
+        # one commit, so a hand `git revert` of that commit leaves a valid vault).
         # Reverting a revert or a rollback re-activates an old version that git hooks never see:
         # see test_review.py::test_hand_revert_of_a_rollback_commit_is_not_checked.
         log = git(root, "log", "--first-parent", "--format=%H %s", "main").splitlines()

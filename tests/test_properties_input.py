@@ -1,4 +1,4 @@
-"""Property tests (issue 9): hand-edited front matter and import lines, generated at random,
+"""Property tests: hand-edited front matter and import lines, generated at random,
 always end in a clear ``path:field: message`` error or a valid vault, never a traceback."""
 from __future__ import annotations
 

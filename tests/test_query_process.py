@@ -1,4 +1,4 @@
-"""Issue 11: a process that searches again encodes its queries in a child process (on the
+"""A process that searches again encodes its queries in a child process (on the
 other core, clear of the GIL), with the same vectors and hits as encoding them in place; a
 child that dies, hangs or cannot start costs a search nothing but the overlap."""
 from __future__ import annotations

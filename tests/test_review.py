@@ -1,4 +1,4 @@
-"""Issue 3: risk routing, proposals as branches, the review card, apply/reject, conflicts,
+"""Review: risk routing, proposals as branches, the review card, apply/reject, conflicts,
 rollback by ``git revert`` and ``memrepo rollback``, provenance, pull requests through a remote."""
 from __future__ import annotations
 

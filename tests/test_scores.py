@@ -1,4 +1,4 @@
-"""Issues 11 and 12: a hit's score is an absolute 0-1 match that tells hits apart and compares
+"""A hit's score is an absolute 0-1 match that tells hits apart and compares
 across queries, not 1.000 for the best hit of every query."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 4 end to end on real vaults: the index follows git by itself (memrepo writes, plain
+"""Search end to end on real vaults: the index follows git by itself (memrepo writes, plain
 git commits, revert, merge, checkout, uncommitted edits, deletions), survives a lost or
 corrupt index, reads Chinese and free text, filters by status, and serves the CLI, batches,
 heat and concurrent readers while a writer commits."""

@@ -1,4 +1,4 @@
-"""Issue 11: the semantic layer on real vaults — cross-lingual hits, hybrid scores in --json,
+"""The semantic layer on real vaults — cross-lingual hits, hybrid scores in --json,
 vectors that follow git (cached by content hash), the background first build, and the
 keyword fallback when semantic search is off or the model is missing."""
 from __future__ import annotations

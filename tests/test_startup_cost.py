@@ -1,4 +1,4 @@
-"""What every command pays before its work (issue 12): patterns rewritten to compile cheaply
+"""What every command pays before its work: patterns rewritten to compile cheaply
 must match exactly what the forms they replaced matched, on every character."""
 from __future__ import annotations
 

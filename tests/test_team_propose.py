@@ -1,4 +1,4 @@
-"""Write proposals to the shared pool (issue 13 §2) and citations (§3): dedup -> reinforce,
+"""Write proposals to the shared pool and citations: dedup -> reinforce,
 new -> write, conflict -> the [arbitration] policy; cite, cited-by, notices."""
 from __future__ import annotations
 

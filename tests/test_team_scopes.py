@@ -1,4 +1,4 @@
-"""Private and shared memory (issue 13 §1): a private memory stays in its agent's private vault,
+"""Private and shared memory: a private memory stays in its agent's private vault,
 invisible to other agents and refused to them by the write path and the hooks."""
 from __future__ import annotations
 

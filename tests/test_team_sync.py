@@ -1,4 +1,4 @@
-"""memrepo sync (issue 13 §4): clones sharing a vault through a bare directory and through a
+"""memrepo sync: clones sharing a vault through a bare directory and through a
 real `git daemon` on loopback; concurrent writers, conflicting facts, proposals travelling,
 random interleavings, and a server killed mid-push."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue 9 ("Trust"): paths around review are seen, hooks stay in the vault, bad input gets a
-one-line error. Each test is one of the issue's numbered cases (or a sequence found by the
-property tests), run against real git repositories."""
+"""Trust: paths around review are seen, hooks stay in the vault, bad input gets a one-line
+error. Each test is a case that once got past review or broke a command (or a sequence found
+by the property tests), run against real git repositories."""
 from __future__ import annotations
 
 import json

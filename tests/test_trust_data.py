@@ -1,4 +1,4 @@
-"""Issue 9, data loss and integrity: each case a reproduction that once lost or damaged data."""
+"""Data loss and integrity: each case a reproduction that once lost or damaged data."""
 from __future__ import annotations
 
 import json

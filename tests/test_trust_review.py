@@ -1,5 +1,5 @@
-"""Issue 9, review gate: hand-written files go through review (case 10), a proposal merged on a
-forge counts as applied (case 11), an id pending in an open proposal is taken (case 1's gap)."""
+"""The review gate: hand-written files go through review, a proposal merged on a forge counts
+as applied, an id pending in an open proposal is taken."""
 from __future__ import annotations
 
 import json

@@ -277,6 +277,7 @@ def test_a_high_risk_proposal_shows_its_field_diff_and_approving_it_merges_with_
     assert "weekly-report-48" in css(browser, "#card").text                          # what cites the old value
     shot(browser, shots, "proposal-high-risk", doc="ui-proposal.png", height=1900)
     before = main_tip(world)
+    css(browser, "#approve-reason").send_keys("release team agreed")
     submit(browser, "#approve")
     outcome = css(browser, "#outcomes .ok")
     commit = css(outcome, "code.commit").text
@@ -285,6 +286,7 @@ def test_a_high_risk_proposal_shows_its_field_diff_and_approving_it_merges_with_
     sha, parents, *message = merge.splitlines()
     assert sha.startswith(commit) and len(parents.split()) == 2 and parents.split()[0] == before
     assert f"Memrepo-Proposal: {pid}" in message and "Memrepo-Reviewer: Ann Reviewer" in message
+    assert "Memrepo-Why: release team agreed" in message
     shot(browser, shots, "proposal-applied")
     browser.get(f"{server.base}/")
     assert "weekly-report-48" in css(browser, "#notices").text      # its citer now has a notice
@@ -313,12 +315,15 @@ def test_bulk_approve_two_with_javascript_off(world, browser_without_js, shots):
     signed_in(driver, server)
     for pid in (ids["rule1"], ids["rule2"]):
         css(driver, f'#row-{pid} input[name="id"]').click()
+    css(driver, '#bulk input[name="reason"]').send_keys("两条都核对过 (both checked)")
     shot(driver, shots, "bulk-selected")
     submit(driver, "#bulk-approve")
     oks = all_css(driver, "#outcomes .ok")
     assert len(oks) == 2 and not all_css(driver, "#outcomes .fail")
     for pid in (ids["rule1"], ids["rule2"]):
         assert git(world["root"], "rev-parse", "--verify", "-q", f"refs/memrepo/applied/{pid}")
+        record = git(world["root"], "log", "-1", "--format=%B", f"refs/memrepo/applied/{pid}")
+        assert "Memrepo-Why: 两条都核对过 (both checked)" in record     # one reason, recorded on each
         assert not all_css(driver, f"#row-{pid}")
     shot(driver, shots, "bulk-approved")
 
@@ -426,6 +431,7 @@ def test_a_conflict_is_a_clear_message_not_a_stack_trace(world, browser, shots):
                           capture_output=True, text=True, env=world["env"])
     assert done.returncode == 0, done.stderr
     before = main_tip(world)
+    css(browser, "#approve-reason").send_keys("release team agreed")
     submit(browser, "#approve")
     assert "already applied" in css(browser, "#outcomes .fail").text
     assert main_tip(world) == before

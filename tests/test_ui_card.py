@@ -117,3 +117,28 @@ def test_bulk_apply_goes_on_past_a_refusal_and_bulk_reject_needs_a_reason(vault)
         api.reject_many(vault, [c.proposal], why="  ")
     [rej] = api.reject_many(vault, [c.proposal], why="duplicate")
     assert rej.ok and api.get_proposal(vault, c.proposal).status == "rejected"
+
+
+def test_an_approval_carries_the_reviewers_reason_one_or_in_bulk(vault):
+    """The approval card has a reason field, as rejection does (optional here): it is recorded
+    in each apply commit and listed with the outcome, for one proposal and for a bulk approve."""
+    a, b, c = (writes.add(vault, {"id": f"mem_{k}", "subject": "s", "fact": k, "kind": "constraint", "summary": k}, "")
+               for k in "abc")
+    commit = api.apply(vault, a.proposal, why="checked  with\nthe release team")
+    assert "Memrepo-Why: checked with the release team" in git(vault.root, "log", "-1", "--format=%B", commit)
+    done = api.apply_many(vault, [b.proposal, c.proposal], why="同意：两条都对")
+    assert all(o.ok for o in done)
+    closed = {p.id: p.outcome for p in api.list_proposals(vault, include_closed=True)}
+    assert closed[a.proposal]["reason"] == "checked with the release team"
+    assert closed[b.proposal]["reason"] == closed[c.proposal]["reason"] == "同意：两条都对"
+    d = writes.add(vault, {"id": "mem_d", "subject": "s", "fact": "d", "kind": "constraint", "summary": "d"}, "")
+    plain = api.apply(vault, d.proposal)
+    assert "Memrepo-Why" not in git(vault.root, "log", "-1", "--format=%B", plain)   # no reason, no trailer
+
+
+def test_apply_why_from_the_command_line(vault):
+    r = writes.add(vault, {"id": "mem_w", "subject": "s", "fact": "w", "kind": "constraint", "summary": "w"}, "")
+    done = cli(vault.root, "apply", r.proposal, "--why", "matches the runbook")
+    assert done.returncode == 0, done.stderr
+    listed = cli(vault.root, "proposals", "--all")
+    assert "matches the runbook" in listed.stdout

@@ -1,4 +1,4 @@
-"""Every bad input of issue 2: a clear error naming file, field or line and the fix; nothing changed.
+"""Every bad input a person or a tool can give: a clear error naming file, field or line and the fix; nothing changed.
 
 Each bad file goes through the public checks (``validate_paths``, ``validate_tree``, the CLI's
 ``validate``) and through the pre-commit hook a person triggers with plain ``git commit``. Bad

@@ -140,7 +140,26 @@ def _read(path: Path) -> dict[str, Any]:
                          "(nothing was changed)") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path} is not a JSON object; fix or move it, then install again (nothing was changed)")
+    hooks = data.get("hooks")
+    bad = ("hooks" if hooks is not None and not isinstance(hooks, dict) else
+           next((f"hooks.{e}" for e, groups in (hooks or {}).items() if not isinstance(groups, list)), None))
+    if bad is not None:
+        raise UsageError(f"{path}: '{bad}' is not what Claude Code reads (an object of events, each a list of hook "
+                         "groups); fix it by hand, then install again (nothing was changed)")
     return data
+
+
+def _writable(*paths: Path) -> None:
+    """Refuse before anything is written: a file behind a link (a dotfiles checkout) is edited
+    where it lives, by its owner, and a read-only file stays as its owner made it."""
+    for path in paths:
+        if path.is_symlink():
+            raise Conflict(f"{path} is a symlink; memrepo never writes through links: add memrepo to the file it "
+                           "points at by hand (docs/claude.md shows the entries), or replace the link with a copy "
+                           "(nothing was changed)")
+        if path.exists() and not path.stat().st_mode & 0o200:
+            raise Conflict(f"{path} is read-only; make it writable (chmod u+w) to let memrepo change it "
+                           "(nothing was changed)")
 
 
 def _write(path: Path, data: dict[str, Any], before: dict[str, Any]) -> bool:
@@ -198,6 +217,7 @@ def install_claude_code(*, program: list[str], vault: Path, scope: str = "projec
     settings, state = _read(where.settings), _read(where.mcp)
     servers: dict[str, Any] = state["mcpServers"] if isinstance(state.get("mcpServers"), dict) else {}
     _check_scope_is_free(where, servers)
+    _writable(where.settings, where.mcp)
     new_settings = _without_ours(settings)
     hooks = dict(new_settings.get("hooks") or {})
     for event, tails in HOOKS.items():
@@ -224,6 +244,7 @@ def uninstall_claude_code(*, scope: str = "project", project: Path | None = None
     servers: dict[str, Any] = state["mcpServers"] if isinstance(state.get("mcpServers"), dict) else {}
     ours = _server_is_ours(servers.get(SERVER))
     new_state = dict(state)
+    _writable(*[p for p, changes in ((where.settings, new_settings != settings), (where.mcp, ours)) if changes])
     if ours:
         rest = {k: v for k, v in servers.items() if k != SERVER}
         if rest:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,50 @@ def _slug(text: str) -> str:
 
 # ------------------------------------------------------------------ Claude Code
 
-def _sections(text: str) -> list[tuple[str, str]]:
-    """(heading, text) of each section of a markdown file; text before the first heading is
-    the section "" (a file's ``# Title`` line alone is not a section)."""
-    found: list[tuple[str, list[str]]] = [("", [])]
+def _sections(text: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(heading, text, the headings it sits under) of each section of a markdown file; text
+    before the first heading is the section "" (a file's ``# Title`` line alone is not a section)."""
+    found: list[tuple[str, list[str], tuple[str, ...]]] = [("", [], ())]
+    open_: list[tuple[int, str]] = []    # (level, heading) of the headings above the current line
     for line in text.splitlines():
         heading = _HEADING.match(line)
         if heading:
-            found.append((heading.group(2).strip(), []))
+            level, title = len(heading.group(1)), heading.group(2).strip()
+            open_ = [(n, h) for n, h in open_ if n < level]
+            found.append((title, [], tuple(h for _, h in open_)))
+            open_.append((level, title))
         else:
             found[-1][1].append(line)
-    return [(h, "\n".join(lines).strip()) for h, lines in found if "\n".join(lines).strip()]
+    return [(h, "\n".join(lines).strip(), above) for h, lines, above in found if "\n".join(lines).strip()]
+
+
+def _keyed(rel: str, sections: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[str, str, str, str]]:
+    """(id, fact, summary, body) of each section. A heading found once keeps the id of its
+    file and heading (so re-imports match what was imported before); a repeated one (``###
+    Notes`` under two parents) is told apart by the headings above it, and any fact two
+    headings share once slugged (``Build & Test``, ``Build Test``) gets a number, so no section
+    is dropped or collides with another."""
+    counts = Counter(h for h, _, _ in sections)
+    ids: set[str] = set()
+    facts: set[str] = set()
+    out = []
+    for heading, body, above in sections:
+        repeated = counts[heading] > 1
+        key = (rel, heading, *above) if repeated else (rel, heading)
+        memory_id, n = _stable_id("cc", *key), 1
+        while memory_id in ids:
+            n += 1
+            memory_id = _stable_id("cc", *key, str(n))
+        slug = ".".join(_slug(h) for h in (above[-1:] if repeated else ()) + (heading,))
+        fact, n = f"claude-code.{_slug(rel)}.{slug}", 1
+        while fact in facts:
+            n += 1
+            fact = f"claude-code.{_slug(rel)}.{slug}-{n}"
+        ids.add(memory_id)
+        facts.add(fact)
+        summary = (f"{above[-1]}: {heading}" if repeated and above else heading) or body.splitlines()[0]
+        out.append((memory_id, fact, summary, body))
+    return out
 
 
 def project_memory_dir(project: Path) -> Path:
@@ -96,11 +130,10 @@ def _instruction_items(root: Path, project: str) -> list[Item]:
         if not (root / rel).is_file() and not (root / rel).is_symlink():
             continue
         _raw, _meta, text = front_matter(read_text(root, rel), rel)
-        for heading, body in _sections(text):
-            summary = heading or body.splitlines()[0]
-            items.append(Item(_stable_id("cc", rel, heading), {
+        for memory_id, fact, summary, body in _keyed(rel, _sections(text)):
+            items.append(Item(memory_id, {
                 "layer": layer, "kind": kind, "subject": subject, "summary": summary[:200],
-                "fact": f"claude-code.{_slug(rel)}.{_slug(heading)}", "x-claude-code-file": rel}, body + "\n"))
+                "fact": fact, "x-claude-code-file": rel}, body + "\n"))
     rules = root / ".claude" / "rules"
     if rules.is_dir() and not rules.is_symlink():
         for path in sorted(rules.rglob("*.md")):
@@ -108,7 +141,7 @@ def _instruction_items(root: Path, project: str) -> list[Item]:
             _raw, meta, text = front_matter(read_text(root, rel), rel)
             if not text.strip():
                 continue
-            first = next((h for h, _ in _sections(text) if h), "") or path.stem.replace("-", " ").replace("_", " ")
+            first = next((h for h, _, _ in _sections(text) if h), "") or path.stem.replace("-", " ").replace("_", " ")
             fields = {"layer": "L3", "kind": "policy", "subject": project, "summary": first[:200],
                       "fact": f"claude-code.rules.{_slug(rel)}", "x-claude-code-file": rel}
             if isinstance(meta.get("paths"), list | str):

@@ -8,8 +8,9 @@ the compactor through :func:`compaction_instructions`, printed at session start 
 --hook``), and after compaction :func:`file_summary` takes the summary from the PostCompact
 payload's ``compact_summary`` (or, at SessionStart with source ``compact``, from the
 transcript's last ``isCompactSummary`` line) and files its ``memrepo checkpoint`` section.
-A summary without the section is kept whole as evidence and filed as a short checkpoint that
-points at it. The cycle is a hash of the summary, so one compaction is filed once however often
+A summary without the section, or whose section is a raw dump flush would refuse, is kept
+whole as evidence and filed as a short checkpoint that points at it; such a summary holding a
+credential is refused before anything is written. The cycle is a hash of the summary, so one compaction is filed once however often
 its hooks fire; an empty summary, or any other event, files nothing.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from typing import Any
 
 from memrepo.agents import flush as flushing
+from memrepo.errors import InvalidMemory, Problem
 from memrepo.model import check_choice
 from memrepo.resources import resource
 from memrepo.store.vault import Vault
@@ -80,8 +82,28 @@ def file_summary(vault: Vault, summary: str, *, session: str | None, author: str
     if not summary:
         return flushing.FlushResult(0, cycle, session, reason="nothing to flush")
     section = checkpoint_section(summary)
-    text = "kind: checkpoint\n" + section if section else _pointer_entry(vault, summary)
+    if section and not _over_caps(vault, "kind: checkpoint\n" + section):
+        text = "kind: checkpoint\n" + section
+    else:   # no template, or pages under its headings: the whole summary as evidence, a short pointer
+        _refuse_credentials(summary)
+        text = _pointer_entry(vault, summary)
     return flushing.flush(vault, text, cycle=cycle, session=session, author=author)
+
+
+def _over_caps(vault: Vault, text: str) -> bool:
+    """True when flush would refuse ``text`` as a raw dump (its section and entry caps)."""
+    limits = vault.config.section("flush")
+    return any(flushing.check(entry, limits) for entry in flushing.parse(text))
+
+
+def _refuse_credentials(summary: str) -> None:
+    """A summary kept whole as evidence is committed as it is: one holding a credential is
+    refused before anything is written (the checkpoint would be refused for it anyway)."""
+    from memrepo.store import secretscan
+    found = secretscan.scan(summary)
+    if found:
+        raise InvalidMemory([Problem("compaction summary", f"line {f.line}", f.message()) for f in found],
+                            "nothing was kept, not even as evidence")
 
 
 def _pointer_entry(vault: Vault, summary: str) -> str:

@@ -1,4 +1,4 @@
-"""``flush``: the pre-compaction flush (seed 002). Before a runtime compacts a long session it
+"""``flush``: the pre-compaction flush. Before a runtime compacts a long session it
 asks its model, silently, to write down what must survive; this files that output.
 
 The model's output is JSON (one entry or a list) or markdown in the template

@@ -42,6 +42,7 @@ NEWLINES_FIELD = "x-memory-newlines"
 LINE_NUMBER_WIDTH = 6
 MAX_PATH = 180           # characters below /memories/ (the fact key holds the path)
 MAX_PART = 100
+MAX_FACT = 200           # the schema's cap on a fact key (memory:<path>, spaces and % as %XX)
 DEFAULT_AGENT = "claude"
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
 # A folder with one of these names sets the kind (plural or singular).
@@ -121,9 +122,11 @@ def place(path: Any) -> Place:
     bad = next((c for c in rel if not c.isprintable()), None)
     if bad is not None:
         raise UsageError(f"Path {path} holds the character {bad!r}; use printable characters in memory paths")
-    if len(rel) > MAX_PATH or any(len(p) > MAX_PART for p in parts):
+    if len(rel) > MAX_PATH or any(len(p) > MAX_PART for p in parts) or len(FACT_PREFIX + encode(rel)) > MAX_FACT:
         raise UsageError(f"Path {path} is too long: keep it under {MAX_PATH} characters below /memories "
-                         f"({MAX_PART} per part)")
+                         f"({MAX_PART} per part; a space or % counts as three)")
+    if any(not p.strip() for p in parts):   # a folder may be the memory's subject, which needs a name
+        raise UsageError(f"Path {path} has a part named only with white space; give every folder and file a name")
     return Place(ROOT + ("/" + rel if rel else ""), rel)
 
 
@@ -417,6 +420,11 @@ class MemoryTool:
             if pid:
                 raise Conflict(f"{where.path} has a change pending review in proposal {pid}; it cannot change until "
                                "a person applies or rejects that proposal")
+            # a file waiting for review is a file already: nothing goes below it
+            above = next((rel for rel in pending if where.under(place(ROOT + "/" + rel))), None)
+            if above is not None:
+                raise Conflict(f"Cannot write {where.path}: {ROOT}/{above} is a file pending review in proposal "
+                               f"{pending[above]}; choose another path")
 
     def _memory(self, where: Place, text: str, old: Memory | None) -> Memory:
         """The memory that holds ``text`` at ``where`` (a new one, or ``old`` changed in place)."""
@@ -482,7 +490,8 @@ class MemoryTool:
             self.vault.check_new(writes if not high else [w.evolve(status="active") for w in writes],
                                  deleted=[Row.of(b) for b in moved])
         except InvalidMemory as e:
-            raise MemoryToolError(f"The change to {what} was not made: " + "; ".join(p.message for p in e.problems)) from None
+            said = dict.fromkeys(p.message for p in e.problems)
+            raise MemoryToolError(f"The change to {what} was not made: " + "; ".join(said)) from None
         if high:
             reason = "; ".join(dict.fromkeys(reasons))
             # a memory changed again after review gets a proposal of its own (prop_<id> is taken)

@@ -1,4 +1,5 @@
-"""``prune``: tool-result pruning that keeps the evidence (seed 002, second minimal change).
+"""``prune``: tool-result pruning that keeps the evidence so that a long session
+stays small without losing what a tool returned.
 
 Tool results are temporary reference; they should not ride along in every turn. Old, large
 results are soft-trimmed (head + ``…`` + tail); if the transcript is still over the hard
@@ -120,13 +121,11 @@ def protected_bounds(messages: list[dict[str, Any]], keep_last_assistants: int) 
 def prune_text(vault: Vault, text: str | bytes, options: Options | None = None, *, where: str = "stdin") -> Pruned:
     """:func:`prune` of a transcript given as text (or its bytes, UTF-8): message JSON or Claude
     Code's JSONL. Bytes that are not UTF-8 are a UsageError naming the line."""
-    if isinstance(text, bytes):
-        data = text
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data[:e.start].count(b"\n") + 1
-            raise UsageError(f"{where}:line {line}: byte {data[e.start]:#04x} is not UTF-8; give UTF-8 message JSON") from None
+    from memrepo.store.jsontext import BadJson, text_of
+    try:
+        text = text_of(text, where=where)
+    except BadJson as e:
+        raise UsageError(str(e)) from None
     return prune(vault, load_transcript(text, where=where), options)
 
 

@@ -14,6 +14,32 @@ from typing import Any
 
 from memrepo.errors import UsageError
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def well_formed(value: Any) -> Any:
+    """JSON as loaded, with each lone surrogate (JSON's ``"\\ud83d"`` without its pair: Claude
+    Code cuts long tool output by UTF-16 units, so half an emoji happens) as U+FFFD, so the
+    text can be encoded, hashed, searched and written back."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    return value
+
+
+def _loads(text: str | bytes, *, where: str) -> Any:
+    """Outside JSON as :func:`memrepo.store.jsontext.loads` reads it, its strings well formed
+    (only text with a surrogate escape is walked)."""
+    from memrepo.store.jsontext import loads
+    data = loads(text, where=where)
+    escaped = _SURROGATE_ESCAPE.search(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+    return well_formed(data) if escaped else data
+
+
 _SPEAKER_RE = re.compile(r"^\s*(user|human|assistant|ai|system|tool|用户|助手)\s*[:：]\s?", re.IGNORECASE | re.MULTILINE)
 _USER_LABELS = {"user", "human", "用户"}
 
@@ -21,9 +47,9 @@ _USER_LABELS = {"user", "human", "用户"}
 def load_json(data: str | bytes, *, where: str = "stdin") -> Any:
     """A transcript's JSON as loaded; a UsageError naming ``where`` for anything that is not a
     JSON document memrepo takes (not UTF-8, not JSON, nested too deep, numbers too long)."""
-    from memrepo.store.jsontext import BadJson, loads
+    from memrepo.store.jsontext import BadJson
     try:
-        return loads(data, where=where)
+        return _loads(data, where=where)
     except BadJson as e:
         raise UsageError(f"{e}; give a list of messages or an object with 'messages'") from None
 
@@ -97,9 +123,9 @@ def hook_payload(text: str) -> dict[str, Any]:
     ``cwd``, ``hook_event_name`` and the event's own fields, such as ``prompt``, ``source``,
     ``trigger``, ``compact_summary``): every field is kept, a missing ``prompt`` is empty and a
     missing or empty ``session_id`` is None."""
-    from memrepo.store.jsontext import BadJson, loads
+    from memrepo.store.jsontext import BadJson
     try:
-        data = loads(text, where="--hook: stdin") if text.strip() else {}
+        data = _loads(text, where="--hook: stdin") if text.strip() else {}
     except BadJson as e:
         raise UsageError(f"{e}; the hook must pipe its payload, e.g. {{\"prompt\": ..., \"session_id\": ...}}") from None
     if not isinstance(data, dict):
@@ -153,10 +179,10 @@ class Transcript:
 def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
     """Message JSON, or JSONL (Claude Code's transcript): a line that is not JSON is an error
     naming it, except the last one (Claude Code may be writing it), which is kept as text."""
-    from memrepo.store.jsontext import BadJson, loads
+    from memrepo.store.jsontext import BadJson
     stripped = text.strip()
     try:
-        data = loads(stripped, where=where)
+        data = _loads(stripped, where=where)
     except BadJson as e:
         if e.reason != "Extra data" or not stripped.startswith("{"):
             raise UsageError(f"{e}; give message JSON or a transcript with one JSON object per line "
@@ -174,7 +200,7 @@ def load_transcript(text: str, *, where: str = "stdin") -> Transcript:
         if not line.strip():
             continue
         try:
-            rows.append(loads(line, where=f"{where}:line {n}"))
+            rows.append(_loads(line, where=f"{where}:line {n}"))
         except BadJson as e:
             if n == len(raw):
                 rows.append(line)

@@ -1,4 +1,4 @@
-"""Influence decay (seed 003 §3.3): what to keep, archive, or offer for deletion.
+"""Influence decay: what to keep, archive, or offer for deletion.
 
 A memory's activity is
 
@@ -44,7 +44,8 @@ class DecayParams:
     """Weights and thresholds of influence decay.
 
     The defaults, and what each one means, live in ``memrepo.config.DEFAULTS["decay"]`` (the
-    vault's ``[decay]`` table overrides them); they follow seed 003's intent.
+    vault's ``[decay]`` table overrides them): a memory read, linked to
+    or weighted by a person stays; one nobody uses fades.
     """
 
     alpha: float = _DEFAULTS["alpha"]

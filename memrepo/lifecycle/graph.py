@@ -1,4 +1,5 @@
-"""The memory graph: which memory points at which, and how strongly (seed 003 §3.3).
+"""The memory graph: which memory points at which, and how strongly (influence decay lends
+activity along it).
 
 Built from plain values so the vault layer (files) and the index (co-occurrence statistics)
 can both feed it. Edges are directed, ``source → target``, read "source relies on target":

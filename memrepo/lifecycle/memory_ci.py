@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
@@ -185,10 +188,15 @@ class _Version:
 
 def _version(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[str] | None = None) -> _Version:
     """The version ``ref`` names: a proposal (its id, a memory id it carries, or its branch)
-    as main would be after applying it, else any commit git can name."""
+    as main would be after applying it, else any commit git can name. A proposal's id wins
+    over a branch or tag of the same name (a person's copy of the proposal branch would
+    otherwise be checked as a plain commit, with no base: apply would see no regression);
+    ``refs/heads/NAME`` and ``refs/tags/NAME`` still name the ref itself."""
     from memrepo.review import proposal_files, proposals
     branch = ref.removeprefix("refs/heads/")
     pid = branch.removeprefix(proposals.BRANCH_PREFIX) if branch.startswith(proposals.BRANCH_PREFIX) else None
+    if pid is None and git.rev_parse(vault.root, f"refs/heads/{proposals.BRANCH_PREFIX}{ref}") is not None:
+        pid = ref
     if pid is None:
         sha = git.rev_parse(vault.root, ref)
         if sha is not None:
@@ -230,11 +238,26 @@ def run_checks(vault: Vault, ref: str = "HEAD", *, against: str | None = None, m
                    against_commit=before.commit if before else None, proposal=after.proposal, removed=removed)
     if not checks:
         return run
-    with _Scratch(vault) as scratch:
-        outcomes_before: list[Outcome | None] = [*scratch.answer(before, checks)[0]] if before else [None] * len(checks)
-        outcomes_after, semantic = scratch.answer(after, checks)
+    parent = _scratch_parent(vault)
+    try:
+        outcomes_before, outcomes_after, semantic = _answer_all(vault, parent, before, after, checks)
+    except Exception:   # git, the index, SQLite or numpy out of room: each fails its own way
+        if parent is None:
+            raise
+        # the memory filesystem is a speed-up only: filled up since its room was checked, the disk
+        # takes the run (a failure that is not about room fails there again, as it would have)
+        outcomes_before, outcomes_after, semantic = _answer_all(vault, None, before, after, checks)
     results = tuple(CheckResult(c, a, b) for c, a, b in zip(checks, outcomes_after, outcomes_before))
     return replace(run, results=results, semantic=semantic)
+
+
+def _answer_all(vault: Vault, parent: str | None, before: _Version | None, after: _Version,
+                checks: list[RecallCheck]) -> tuple[list[Outcome | None], list[Outcome], str]:
+    """Each check answered on the base (None without one) and on the version, in one clone under ``parent``."""
+    with _Scratch(vault, parent) as scratch:
+        outcomes_before: list[Outcome | None] = [*scratch.answer(before, checks)[0]] if before else [None] * len(checks)
+        outcomes_after, semantic = scratch.answer(after, checks)
+    return outcomes_before, outcomes_after, semantic
 
 
 def proposal_checks(vault: Vault, ref: str, *, mode: str = "overwrite", only: Iterable[str] | None = None) -> CheckRun:
@@ -248,7 +271,7 @@ def proposal_checks(vault: Vault, ref: str, *, mode: str = "overwrite", only: It
 
 
 def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
-          only: Iterable[str] | None = None, accept_regression: str | None = None) -> str:
+          only: Iterable[str] | None = None, accept_regression: str | None = None, why: str = "") -> str:
     """``memrepo apply``: the recall checks first, then the merge. A proposal that makes a check
     fail which passes on main is refused (Conflict, naming the checks) unless
     ``accept_regression`` says why; the reason and the checks are then recorded as trailers of
@@ -273,18 +296,18 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
             if run.regressions:
                 trailers = {"Memrepo-Accept-Regression": accept_regression or "",
                             "Memrepo-Regressed": " ".join(regressed_name(r.check) for r in run.regressions)}
-        return proposals.apply(vault, proposal.id, mode=mode, reviewer=reviewer, only=only, extra_trailers=trailers)
+        return proposals.apply(vault, proposal.id, mode=mode, reviewer=reviewer, only=only, extra_trailers=trailers, why=why)
 
 
 def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
-               only: Iterable[str] | None = None, accept_regression: str | None = None) -> list:
+               only: Iterable[str] | None = None, accept_regression: str | None = None, why: str = "") -> list:
     """Several proposals applied in turn (a person's bulk approve), each through :func:`apply`:
     one whose recall checks regress is refused and stays open, the others go ahead."""
     from memrepo.review import bulk
 
     def checked(v: Vault, pid: str, **options: Any) -> str:
         return apply(v, pid, accept_regression=accept_regression, **options)
-    return bulk.apply_many(vault, ids, mode=mode, reviewer=reviewer, only=only, apply=checked)
+    return bulk.apply_many(vault, ids, mode=mode, reviewer=reviewer, only=only, why=why, apply=checked)
 
 
 def regressed_name(check: RecallCheck) -> str:
@@ -367,22 +390,37 @@ def list_checks(vault: Vault, ref: str | None = None) -> list[RecallCheck]:
 
 # ------------------------------------------------------------------ the throw-away clone
 
+SCRATCH_PREFIX = "memrepo-check-"
+OWNER_LOCK = "owner.lock"     # held by the run using the clone; the kernel lets go when it dies
+STALE_UNOWNED = 3600          # seconds after which a clone that never took its lock is litter
+
+
 class _Scratch:
     """A throw-away clone of the vault (its own checkout, index and vectors) in which each
-    version is checked out and searched; removed afterwards whatever happens."""
+    version is checked out and searched; removed afterwards whatever happens. A run killed
+    outright (SIGKILL, SIGTERM, a crash) cannot remove its clone: the next run does
+    (:func:`sweep_scratch`), which matters most in a memory filesystem, where litter holds RAM."""
 
-    def __init__(self, vault: Vault):
+    def __init__(self, vault: Vault, parent: str | None = None):
         self.source = vault
-        self.dir = Path(tempfile.mkdtemp(prefix="memrepo-check-", dir=_scratch_parent(vault)))
+        for folder in {parent, None, MEMORY_FS if os.path.isdir(MEMORY_FS) else None}:
+            sweep_scratch(folder)
+        self.dir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent))
         self.root = self.dir / "vault"
         self.vault: Vault | None = None
+        self._owner = ExitStack()
 
     def __enter__(self) -> _Scratch:
+        from memrepo.store import faults
+        from memrepo.store.lock import locked
         try:
+            self._owner.enter_context(locked(self.dir / OWNER_LOCK, timeout=0, what="the check clone"))
             git.clone_shared(self.source.root, self.root)
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self._owner.close()
             raise
+        faults.point("check-clone-made")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -390,6 +428,7 @@ class _Scratch:
             self.vault.close()
         self.vault = None
         shutil.rmtree(self.dir, ignore_errors=True)
+        self._owner.close()
 
     def answer(self, version: _Version, checks: list[RecallCheck]) -> tuple[list[Outcome], str]:
         """Each check's outcome on ``version``, and the semantic state its search ran in."""
@@ -428,6 +467,33 @@ class _Scratch:
             shutil.copytree(source, target, dirs_exist_ok=True)
         except (OSError, shutil.Error):
             shutil.rmtree(target, ignore_errors=True)
+
+
+def sweep_scratch(parent: str | None = None) -> list[Path]:
+    """Remove the throw-away clones of runs that died in ``parent`` (default: the temporary
+    folder): this user's ``memrepo-check-*`` folders whose owner lock no process holds (or,
+    for one without the lock, older than an hour). A live run's clone is never touched, even
+    one of another process namespace sharing the folder: the lock is the kernel's."""
+    from memrepo.store.lock import is_locked
+    folder = Path(parent or tempfile.gettempdir())
+    try:
+        candidates = [p for p in folder.iterdir() if p.name.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return []
+    removed = []
+    for path in candidates:
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        owner = path / OWNER_LOCK
+        if is_locked(owner) if owner.exists() else time.time() - st.st_mtime < STALE_UNOWNED:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 MEMORY_FS = "/dev/shm"

@@ -185,7 +185,7 @@ def find_keys(text: str) -> list[str]:
 def detect_intent(query: str) -> str:
     """Route a query: ``history``, ``fact`` (exact keys/entities), ``howto`` or ``general``.
 
-    A light, deterministic classifier (seed 003's intent routing): history words first, then
+    A light, deterministic classifier: history words first, then
     identifier-like keys or a short keyword query (a fact lookup), then how-to phrasing. A
     stretch of a conversation (:func:`~memrepo.retrieval.query_text.is_transcript`) is never a
     history question: its "以前" or "before" is the speakers' past, not a memory's versions.

@@ -94,7 +94,7 @@ def _group(doc: IndexDoc) -> str:
 
 def doc_fields(doc: IndexDoc, weights: dict[str, float]) -> dict:
     from memrepo.retrieval.analysis import EXACT, KEYS, LEAD, PROSE, find_keys, key_terms
-    # '#'-tags are business tags (seed 003: highest priority); other tags are facets such
+    # '#'-tags are business tags (ranked highest); other tags are facets such
     # as ``session-3`` or ``speaker-ann`` and rank like identifiers.
     business = [t.lstrip("#") for t in doc.tags if t.startswith("#")]
     facets = [t for t in doc.tags if not t.startswith("#")]

@@ -186,7 +186,7 @@ class _Plan:
 
 def run_query(searcher, q: SearchQuery, stats: Stats | None, learned: frozenset[str],
               tuning: Tuning = DEFAULT_TUNING, semantic: Semantic | None = None) -> SearchResult:
-    """Rank one query. With ``semantic`` the ranking is hybrid, routed by intent (seed 003):
+    """Rank one query. With ``semantic`` the ranking is hybrid, routed by intent:
     a fact lookup is led by keywords and the vectors only re-rank its keyword candidates
     (unless they are fewer than the limit); a concept, how-to or history question also takes
     the nearest memories by vector into the pool. Each candidate's score mixes ``keyword / best keyword`` and the min-max cosine
@@ -477,7 +477,7 @@ def _rerank(searcher, cands: list[_Cand], plan: _Plan, stats: Stats | None,
 
 def _mix(cands: list[_Cand], a: float) -> None:
     """score = a * keyword / best + (1 - a) * min-max cosine over the pool (a linear mix
-    beat reciprocal-rank fusion on both dev halves: LIBRARIES.md, "Embeddings")."""
+    beat reciprocal-rank fusion on both dev halves of the retrieval benchmarks)."""
     sims = [c.cosine for c in cands if c.cosine is not None]
     if not sims:
         return

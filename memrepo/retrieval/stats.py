@@ -1,4 +1,4 @@
-"""Recall statistics: heat scores and learned stopwords (seed 003), in SQLite.
+"""Recall statistics: heat scores and learned stopwords, in SQLite.
 
 The database lives under the vault's git-ignored ``.memrepo/state/``: statistics are derived,
 per machine, and never become commits. Everything here is deterministic given ``now``.

@@ -39,13 +39,14 @@ def get_proposal(vault: Vault, ref: str) -> proposals.Proposal:
 
 
 def apply_many(vault: Vault, ids: Iterable[str], *, mode: str = "overwrite", reviewer: str | None = None,
-               only: Iterable[str] | None = None, apply: Callable[..., str] | None = None) -> list[Outcome]:
+               only: Iterable[str] | None = None, why: str = "", apply: Callable[..., str] | None = None) -> list[Outcome]:
     """Apply each proposal in turn (one merge commit each); a refusal leaves that one open.
-    ``only`` applies just those memory ids (of a multi-memory proposal), as ``apply --only``.
+    ``only`` applies just those memory ids (of a multi-memory proposal), as ``apply --only``;
+    ``why`` (optional) is recorded in each merge commit, as ``apply --why``.
     ``apply`` applies one (default :func:`proposals.apply`; ``memrepo.api.apply_many`` passes
     the apply that runs the recall checks first, so a regression is a refusal here too)."""
     act = apply or proposals.apply
-    return [_close(vault, pid, "apply", lambda p: act(vault, p, mode=mode, reviewer=reviewer, only=only))
+    return [_close(vault, pid, "apply", lambda p: act(vault, p, mode=mode, reviewer=reviewer, only=only, why=why))
             for pid in _ids(ids)]
 
 

@@ -82,7 +82,7 @@ def create(vault: Vault, memories: list[Memory], *, reason: str, push: bool = Fa
         _check_proposed(vault, memories)
     card = review_card(vault, memories, reason=reason, base=base, deletes=deletes, affected=affected)
     card += "".join(f"\n{line}" for line in proposal_files.card_lines(adds))
-    ids = ",".join([m.id for m in memories] + [m.id for m in deletes])
+    ids = ",".join(dict.fromkeys([m.id for m in memories] + [m.id for m in deletes]))   # a move writes and deletes one id
     first = (memories or deletes or [Memory({"summary": reason}, "")])[0]
     message = (f"memrepo: propose {pid} ({len(memories)} memor{'y' if len(memories) == 1 else 'ies'}): "
                f"{first.meta['summary']}"[:100] + "\n\n" + card + "\n\n"
@@ -118,7 +118,8 @@ def _check_proposed(vault: Vault, memories: list[Memory]) -> None:
 
 def review_card(vault: Vault, memories: list[Memory], *, reason: str, base: str | None,
                 deletes: Iterable[Memory] = (), affected: Iterable[str] = ()) -> str:
-    """The five answers a reviewer needs (seed 000), as plain text.
+    """The five answers a reviewer needs (what triggered it, what it
+    supersedes, the evidence, what it affects, the rollback point), as plain text.
 
     ``affected`` names what cites the memory being replaced (memories and agent outputs):
     they are listed under Affects, as they need re-evaluating when it changes.
@@ -422,13 +423,14 @@ def _check_target_unchanged(vault: Vault, proposal: Proposal, target: str) -> No
 
 
 def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | None = None,
-          only: Iterable[str] | None = None, extra_trailers: Mapping[str, str] | None = None) -> str:
+          only: Iterable[str] | None = None, extra_trailers: Mapping[str, str] | None = None, why: str = "") -> str:
     """Merge a proposal into main as one merge commit; returns the merge commit id.
 
     ``only`` applies just those memory ids of a multi-memory proposal (a distill run); the
     others are recorded as declined in the merge commit and are not proposed again; an empty
     ``only`` chooses nothing and is refused (None applies them all). ``extra_trailers`` are
-    recorded in the merge commit (``Memrepo-*: value`` lines). A caller already holding the
+    recorded in the merge commit (``Memrepo-*: value`` lines), and so is the reviewer's ``why``
+    (optional when approving; ``proposals --all`` and the history show it). A caller already holding the
     vault lock (the recall-checked apply) keeps it throughout.
     """
     vault.require_main_checkout()
@@ -454,9 +456,11 @@ def apply(vault: Vault, ref: str, *, mode: str = "overwrite", reviewer: str | No
         title = writes[0].meta["summary"] if writes else f"delete {len(deletes)} memories" if deletes else proposal.reason
         message = (f"memrepo: apply {proposal.id} ({mode}): {title}"[:100]
                    + f"\n\nApplied proposal {proposal.id} ({', '.join(applied)}).\n\n"
-                   f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
+                   + (f"{' '.join(why.split())}\n\n" if why.strip() else "")
+                   + f"Memrepo-Action: apply\nMemrepo-Proposal: {proposal.id}\nMemrepo-Ids: {','.join(applied)}\n"
                    + (f"Memrepo-Declined: {','.join(declined)}\n" if declined else "")
                    + f"Memrepo-Mode: {mode}\nMemrepo-Reviewer: {reviewer}\n"
+                   + (f"Memrepo-Why: {' '.join(why.split())}\n" if why.strip() else "")
                    + "".join(f"{k}: {' '.join(v.split())}\n" for k, v in (extra_trailers or {}).items()))
         faults.point("apply-checked")
         # main, the applied marker and the proposal branch move in one ref transaction: a

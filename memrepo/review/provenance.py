@@ -1,4 +1,4 @@
-"""Provenance and rollback, answered from git history (seed 000: "why is this memory active?").
+"""Provenance and rollback, answered from git history ("why is this memory active?").
 
 * :func:`activation` finds the commit on main that made a memory active (its ``add`` commit, or
   the ``apply`` merge of its proposal, or any hand commit that set ``status: active``).

@@ -1,4 +1,5 @@
-"""The risk check every write passes before it takes effect (seed 000, DESIGN.md §4).
+"""The risk check every write passes before it takes effect: what it may
+change at once, and what waits for a person.
 
 High risk (stops for a person): policy constraints, project permission boundaries, state
 overrides (anything that would supersede an active memory) and model-inferred conclusions.

@@ -1,4 +1,4 @@
-"""The vault's invariants, as checks that collect every problem (DESIGN.md §3).
+"""The vault's invariants, as checks that collect every problem.
 
 Per file: it parses strictly, matches the schema, its ``id`` is its file name, it sits where
 its layer/status/date put it, it carries no credential and no pointer out of the vault.
@@ -232,7 +232,7 @@ def _check_pointers(memory: Memory) -> list[Problem]:
 
 
 def check_scope(memory: Memory, *, owner: str | None, agent: str | None) -> list[Problem]:
-    """Who may hold and write a memory of this scope (team memory, seed 003 §4).
+    """Who may hold and write a memory of this scope (team memory).
 
     The shared vault (no ``owner``) never holds a private memory: those live in their agent's
     own private vault, which sync never pushes. A private vault (``[vault] owner``) holds only

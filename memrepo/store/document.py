@@ -71,7 +71,10 @@ def _loader():
             if isinstance(node, yaml.MappingNode):
                 seen: set = set()
                 for key_node, _ in node.value:
-                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                    if not isinstance(key_node, yaml.ScalarNode):
+                        raise yaml.constructor.ConstructorError(
+                            None, None, "a key must be plain text, not a list or a mapping", key_node.start_mark)
+                    key = key_node.value
                     if key in seen:
                         raise yaml.constructor.ConstructorError(
                             None, None, f"duplicate key {key!r}: keep one", key_node.start_mark)
@@ -182,7 +185,8 @@ def _node_lines(node, where: tuple, lines: dict[tuple, int]) -> None:
     lines[where] = node.start_mark.line + 1
     if node.id == "mapping":
         for key, value in node.value:
-            _node_lines(value, (*where, key.value), lines)
+            if key.id == "scalar":   # a list or mapping as a key: the constructor refuses it, naming the line
+                _node_lines(value, (*where, key.value), lines)
     elif node.id == "sequence":
         for i, item in enumerate(node.value):
             _node_lines(item, (*where, i), lines)

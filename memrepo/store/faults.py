@@ -39,6 +39,7 @@ POINTS = {
     "vectors-checkpointed": "vector build: a unit of texts encoded and kept aside (its progress written), the build not finished",
     "vectors-snapshot-written": "vector build: the new snapshot's files written, meta.json not yet flipped to them",
     "vectors-planned": "import or reindex: the keyword index ready and the vector build planned, none started",
+    "check-clone-made": "check run: the throw-away clone made, no check answered yet",
 }
 
 

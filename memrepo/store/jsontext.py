@@ -24,15 +24,20 @@ class BadJson(ValueError):
         self.reason = reason
 
 
+def text_of(data: str | bytes, *, where: str) -> str:
+    """``data`` as text; :class:`BadJson` naming ``where`` and the line of a byte that is not UTF-8."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise BadJson(f"{where}: byte {data[e.start]:#04x} on line {line} is not UTF-8; send UTF-8 JSON") from None
+
+
 def loads(data: str | bytes, *, where: str, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value of ``data``; :class:`BadJson` naming ``where`` for anything else."""
-    if isinstance(data, bytes):
-        raw = data
-        try:
-            data = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw[:e.start].count(b"\n") + 1
-            raise BadJson(f"{where}: byte {raw[e.start]:#04x} on line {line} is not UTF-8; send UTF-8 JSON") from None
+    data = text_of(data, where=where)
     try:
         value = json.loads(data)
     except json.JSONDecodeError as e:

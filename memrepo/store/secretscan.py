@@ -1,4 +1,5 @@
-"""Credential detection: a memory must never store a secret (DESIGN invariant 5).
+"""Credential detection: a memory must never store a secret (a vault is
+committed, pushed and cloned: a secret in it would travel with every copy).
 
 Rules are plain regular expressions: well-known token formats by their prefixes (measured on
 the corpus in ``tests/secret_corpus.py``: 117 credentials in formats from the gitleaks and
@@ -304,7 +305,7 @@ def redact(text: str) -> tuple[str, list[Finding]]:
 def _rules_for(text: str) -> list[tuple[Rule, int]]:
     """The rules that can match ``text`` (those with a needle in it, and those without needles
     unless _LONG_WORD_RULES rules them out), each with the position its search starts at: 0, or
-    for a rule in _LEAD, its first needle's position less the lead (the folded text has the
+    for a rule in _LEAD, its first needle's position less that rule's lead (the folded text has the
     text's length, so positions agree)."""
     folded = _fold(text)
     run = []

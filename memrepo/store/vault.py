@@ -355,10 +355,10 @@ class Vault:
 
     def check_new(self, memories: List[Memory], *, deleted: Iterable = (), view=None) -> None:
         """Raise InvalidMemory unless these memories can be written as one change."""
-        from memrepo.store.checks import Overlay, Row, check_memory, check_rows
+        from memrepo.store.checks import Overlay, Row, check_memory, check_rows, text_problems
         problems = []
-        for memory in memories:
-            problems += check_memory(memory, text=render_bytes(memory).decode("utf-8"))
+        for memory in memories:   # text that cannot be written as UTF-8 is named, not a traceback
+            problems += text_problems(memory) or check_memory(memory, text=render_bytes(memory).decode("utf-8"))
         rows = [Row.of(m) for m in memories]
         deleted = list(deleted)
         overlay = Overlay(view if view is not None else self.catalog(), rows, [r.path for r in deleted])

@@ -1,1 +1,2 @@
-"""Teams of agents: private and shared memory, write proposals, citations, sync (seed 003 §4)."""
+"""Teams of agents: private and shared memory, write proposals, citations, sync: several
+agents on one vault, one source of truth instead of an island of memory each."""

@@ -1,4 +1,4 @@
-"""Citations: which memories and agent outputs were built on which memories (seed 003 §4).
+"""Citations: which memories and agent outputs were built on which memories.
 
 A memory cites others in its ``cites`` field. An agent output (an answer, a report, a pull
 request) cites memories with :func:`cite`, recorded as one JSON line in

@@ -1,4 +1,4 @@
-"""Write proposals to the shared pool: dedup, reinforcement and arbitration (seed 003 §4).
+"""Write proposals to the shared pool: dedup, reinforcement and arbitration.
 
 An agent writes to the shared pool with :func:`propose`. A shared *fact* carries an entity key
 (subject + fact); shared *knowledge* (kind knowledge, pattern or principle) carries a

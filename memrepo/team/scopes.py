@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memrepo.errors import InvalidMemory, Problem, UsageError
-from memrepo.review import writes
 from memrepo.store.vault import Vault
+
+if TYPE_CHECKING:
+    from memrepo.review import writes
 
 PRIVATE_DIR = ".memrepo/private"
 AGENT_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -96,7 +98,11 @@ def scope_of(value: str | None, agent: str | None) -> str | None:
 
 
 def add(vault: Vault, fields: dict[str, Any], body: str = "", *, agent: str | None = None, **options: Any) -> writes.WriteResult:
-    """``add`` with scopes: a private memory goes to the agent's private vault, the rest as usual."""
+    """``add`` with scopes: a private memory goes to the agent's private vault, the rest as usual.
+    The write path (schema, credential scan, risk) loads here, not with the module: a search
+    turn, which imports this module too, never needs it."""
+    from memrepo.review import writes
+
     scope = scope_of(fields.get("scope"), agent)
     fields = {**fields, "scope": scope}
     if scope and scope.startswith("private:"):

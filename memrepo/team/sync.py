@@ -1,4 +1,4 @@
-"""``memrepo sync``: share a vault between machines through any git remote (seed 003 §4).
+"""``memrepo sync``: share a vault between machines through any git remote.
 
 One round: fetch the remote's ``main``, proposal branches and closed-proposal records;
 integrate the remote ``main`` with the local one (fast-forward, or one merge commit built by

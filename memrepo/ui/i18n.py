@@ -68,6 +68,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "mode.append": ("append: keep both when they do not conflict", "追加：不冲突时保留两者"),
     "only": ("Apply only the checked memories", "只应用勾选的记忆"),
     "reason": ("Reason", "原因"),
+    "reason.approve": ("Reason (optional)", "原因（可选）"),
     "reason.reject": ("Reason (required to reject)", "原因（拒绝时必填）"),
     "reason.rollback": ("Reason (required)", "原因（必填）"),
     "card.title": ("Review card", "审阅卡片"),

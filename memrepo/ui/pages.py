@@ -133,7 +133,8 @@ class Window:
             if form.get("action") == "reject":
                 outcomes = api.reject_many(vault, ids, why=str(form.get("reason", "")))
             else:
-                outcomes = api.apply_many(vault, ids, mode=str(form.get("mode") or "overwrite"))
+                outcomes = api.apply_many(vault, ids, mode=str(form.get("mode") or "overwrite"),
+                                          why=str(form.get("reason", "")))
         return self.redirect(f"/?done={self.remember({'outcomes': outcomes})}")
 
     # ---------------------------------------------------------------- a proposal
@@ -157,7 +158,8 @@ class Window:
             carried = api.get_proposal(vault, pid).ids
             # the page offered a box per memory: none ticked chooses none (the library refuses it)
             chosen = only if _offers_choice(carried) and set(only) != set(carried) else None
-            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"), only=chosen)
+            outcomes = api.apply_many(vault, [pid], mode=str(form.get("mode") or "overwrite"), only=chosen,
+                                      why=str(form.get("reason", "")))
         return self.redirect(f"/proposal/{pid}?done={self.remember({'outcomes': outcomes})}")
 
     async def reject(self, request):

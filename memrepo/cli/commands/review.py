@@ -78,10 +78,12 @@ def apply(proposal_id: str = typer.Argument(..., metavar="ID"),
           mode: str = typer.Option("overwrite", help="overwrite: supersede the old version; append: keep both when they do not conflict."),
           only: List[str] = typer.Option([], "--only", help="Apply just this memory of a multi-memory proposal (repeatable); the rest are declined."),
           accept_regression: Optional[str] = typer.Option(None, "--accept-regression", metavar="REASON", help="Apply although recall checks regress; the reason is recorded in the apply commit."),
+          why: str = typer.Option("", "--why", help="Why it is approved (optional; recorded in the apply commit, shown by 'proposals --all')."),
           as_json: bool = params.JSON):
     """Apply a proposal: the recall checks first (a regression refuses, exit 4), then one merge commit on main."""
     with call.vault() as vault:
-        commit = api.apply(vault, proposal_id, mode=mode, only=only or None, accept_regression=accept_regression)
+        commit = api.apply(vault, proposal_id, mode=mode, only=only or None, accept_regression=accept_regression,
+                           why=why)
         remote = api.delete_pushed_branches(vault, ids=[api.get_proposal(vault, proposal_id).id])
     out({"proposal": proposal_id, "commit": commit, "mode": mode, "remote_branches": remote}, as_json,
         f"applied {proposal_id} ({mode}) in {commit[:12]}; undo with 'git revert -m 1 {commit[:12]}'"
