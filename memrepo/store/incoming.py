@@ -29,6 +29,10 @@ from memrepo.store import git
 # are local (git-ignored) and must never arrive from elsewhere.
 VERSIONED_STATE = frozenset({".memrepo/config.toml"})
 SYMLINK, GITLINK, TREE = "120000", "160000", "040000"
+# File systems take names of up to 255 bytes; memrepo writes each file through a temporary name
+# beside it, 14 bytes longer (files.atomic_write). A longer name could be committed but never
+# checked out: the branch would move and the checkout fail.
+MAX_NAME_BYTES = 240
 # Code points HFS+ ignores when comparing names (git's is_hfs_dotgit): ".g\u200cit" is ".git" there.
 _HFS_IGNORED = frozenset([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
@@ -55,6 +59,8 @@ def _component_problem(part: str) -> str | None:
         return "a '.git' component (git's own folder: its config and hooks would run code)"
     if _folded(part) == ".gitmodules":
         return "a submodule declaration (a vault holds no submodules)"
+    if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        return f"a name longer than {MAX_NAME_BYTES} bytes (no file system memrepo writes to takes it)"
     return None
 
 
@@ -84,8 +90,13 @@ def check_paths(paths: Iterable[str], *, hint: str = "nothing was written") -> N
 
 
 def unsafe_changes(changes: Iterable[git.Change]) -> list[tuple[str, str]]:
-    """(path, reason) of every change that adds or changes a path memrepo never writes."""
-    return [(c.path, reason) for c in changes if c.status != "D" and (reason := path_problem(c.path, c.mode))]
+    """(path, reason) of every change that adds or changes a path memrepo never writes, or a
+    name the change makes both a file and a folder (a tree object may list a name twice)."""
+    kept = [c for c in changes if c.status != "D"]
+    found = [(c.path, reason) for c in kept if (reason := path_problem(c.path, c.mode))]
+    folders = {c.path.rsplit("/", n)[0] for c in kept for n in range(1, c.path.count("/") + 1)}
+    return found + [(c.path, "both a file and a folder in one tree (no checkout can hold both; git's own "
+                             "refuses the tree)") for c in kept if c.path in folders]
 
 
 def check_range(root: Path, old: str | None, new: str, *, what: str, pulled: bool = False) -> None:
