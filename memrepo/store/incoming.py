@@ -22,6 +22,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable
 
+from memrepo import config
 from memrepo.errors import Problem, UnsafeChange
 from memrepo.store import git
 
@@ -119,6 +120,36 @@ def check_range(root: Path, old: str | None, new: str, *, what: str, pulled: boo
     raise UnsafeChange(problems, f"{what} refused whole: it holds paths memrepo never writes (git's own checkout "
                                  "refuses them too); nothing changed locally. Ask whoever pushed it to remove them "
                                  "(git rm on their side), then sync again")
+
+
+# Keys that say what this clone is, not what the team decides: another value arriving from a
+# remote would make a shared clone an agent's private vault (whose sync is refused for good) or
+# send every write to another branch.
+CLONE_KEYS = (("vault", "owner"), ("vault", "main_branch"))
+
+
+def check_config(root: Path, old: str | None, new: str, *, what: str) -> None:
+    """Refuse ``new`` when the config.toml it brings (changed since ``old``) would not load
+    (every command would stop on it) or changes a :data:`CLONE_KEYS` key; nothing changes."""
+    path = config.CONFIG_PATH
+    ids = git.object_ids(root, [f"{new}:{path}", *([f"{old}:{path}"] if old else [])])
+    after, before = ids[f"{new}:{path}"], ids.get(f"{old}:{path}")
+    if after is None or after == before:
+        return
+    blobs = git.read_blobs(root, [b for b in (after, before) if b])
+    data, problems, _notes = config.parse_bytes(blobs[after])
+    if not problems:
+        was = config.Config(config.parse_bytes(blobs[before])[0] if before else {})
+        now = config.Config(data)
+        problems = [Problem(path, f"{table}.{key}", f"{was.get(table, key)!r} -> {now.get(table, key)!r}: says what "
+                                                    "this clone is, set on each clone, never by a sync")
+                    for table, key in CLONE_KEYS if was.get(table, key) != now.get(table, key)]
+    if problems:
+        commit = next(iter(git.log(root, f"{old}..{new}" if old else new, paths=[path], extra=["-1"])), None)
+        by = f"; brought by commit {commit.commit[:12]}" if commit else ""
+        raise UnsafeChange([Problem(p.path, p.field, p.message + by) for p in problems],
+                           f"{what} refused whole: its {path} would break this clone; nothing changed locally. "
+                           "Ask whoever pushed it to fix the file, then sync again")
 
 
 TRUST_STAMP = "memrepo-trusted"
