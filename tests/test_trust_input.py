@@ -170,6 +170,7 @@ def test_prune_never_commits_a_disguised_credential(vault, tmp_path):
     """A tool result that is JSON with escaped slashes, or a Kubernetes secret (base64), is
     evidence too: the credential inside is redacted before anything is committed."""
     import base64
+
     from secret_corpus import r
     password, token = r(14), "ghp_" + r(36)
     secret = base64.b64encode(f"postgres://app:{password}@db:5432/app".encode()).decode()
