@@ -221,7 +221,8 @@ def test_the_write_path_itself_refuses_unsafe_paths(vault):
     (".gi\u200dt/x", False), (".g\ufeffit", False), ("..", False), ("a/../b", False), ("./a", False), ("/abs", False),
     ("a//b", False), ("a\\b", False), (".git::$INDEX_ALLOCATION/x", False), (".memrepo/index/x", False),
     (".Memrepo/state/x", False), ("a/" + "n" * 241, False), ("a/" + "n" * 240, True),
-    ("a/" + "\u00e9" * 121, False),
+    ("a/" + "\u00e9" * 121, False), (".Memrepo/config.toml", False), (".MEMREPO/config.toml", False),
+    (".memrepo\u200c/config.toml", False),
 ])
 def test_path_rules(path, ok):
     assert (incoming.path_problem(path, "100644") is None) is ok
