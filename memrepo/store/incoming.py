@@ -74,7 +74,7 @@ def path_problem(path: str, mode: str = "100644") -> str | None:
         if reason:
             return reason
     parts = path.split("/")
-    if _folded(parts[0]) == ".memrepo" and "/".join([".memrepo", *parts[1:]]) not in VERSIONED_STATE:
+    if _folded(parts[0]) == ".memrepo" and path not in VERSIONED_STATE:  # .Memrepo/config.toml is the file on macOS
         return "a file under .memrepo/ other than config.toml (the index, state, private vaults and local evidence are never versioned)"
     if mode == SYMLINK:
         return "a symlink (a later write through it would land outside the vault)"
