@@ -198,16 +198,25 @@ def load(root: Path) -> Config:
             "else's vault can make them point at any file): replace the link with the file itself"))])
     if not path.exists():
         return Config()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError([Problem(CONFIG_PATH, "(file)", f"{e}; fix the file (TOML syntax) and retry")]) from None
-    problems, notes = check(data)
+    data, problems, notes = parse_bytes(path.read_bytes())
+    if problems and problems[0].field == "(file)":
+        raise ConfigError(problems)
     for note in notes:
         warnings.warn(note, ConfigWarning, stacklevel=2)
     if problems:
         raise ConfigError(problems, "fix .memrepo/config.toml (the README's Lifecycle section lists every key)")
     return Config(data)
+
+
+def parse_bytes(raw: bytes) -> tuple[dict[str, Any], list[Problem], list[str]]:
+    """A config.toml's bytes as (data, problems, warnings): what :func:`load` reads from the
+    working tree, and what a sync checks in a commit before it lands."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        return {}, [Problem(CONFIG_PATH, "(file)", f"{e}; fix the file (TOML syntax) and retry")], []
+    problems, notes = check(data)
+    return data, problems, notes
 
 
 # ------------------------------------------------------------------ the review policy

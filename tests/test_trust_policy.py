@@ -163,3 +163,31 @@ def test_every_key_that_decides_review_is_policy(vault, text, field):
     git(vault.root, "commit", "-q", "--no-verify", "-am", "relax")
     problems = [p for p in api.validate_tree(api.Vault.find(explicit=vault.root)) if p.path == ".memrepo/config.toml"]
     assert [p.field for p in problems] == [field], problems
+
+
+# ------------------------------------------------------------ a pushed config.toml that would break the clone
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda text: text + "\n[risk]\nhigh_tags = []\n", "(file)"),                         # [risk] twice: not TOML
+    (lambda text: text.replace("lock_timeout = 30.0", 'lock_timeout = "soon"'), "vault.lock_timeout"),
+    (lambda text: text.replace('main_branch = "main"', 'main_branch = "main"\nowner = "mallory"'), "vault.owner"),
+    (lambda text: text.replace('main_branch = "main"', 'main_branch = "release"'), "vault.main_branch"),
+], ids=["not-toml", "wrong-type", "owner", "main-branch"])
+def test_a_pushed_config_that_would_break_every_command_is_refused(team, edit, field):
+    """A config.toml that does not load stops every command; one naming an owner makes the
+    shared clone a private vault (sync refused for good); another main branch stops every
+    write. Arriving by sync, none of it lands: the sync names the commit and the key."""
+    victim, attacker = team
+    path = config_path(attacker)
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    git(attacker, "commit", "-q", "--no-verify", "-am", "tidy config")
+    git(attacker, "push", "-q", "origin", "main")
+    bad = git(attacker, "rev-parse", "HEAD").strip()
+    head_before = git(victim, "rev-parse", "main").strip()
+    proc = cli(victim, "sync")
+    assert proc.returncode == 5, (proc.stdout, proc.stderr)
+    assert bad[:12] in proc.stderr and f".memrepo/config.toml:{field}" in proc.stderr, proc.stderr
+    assert git(victim, "rev-parse", "main").strip() == head_before
+    for args in (["list"], ["validate"]):
+        assert cli(victim, *args).returncode == 0, args
+    assert constraint(victim)["status"] == "pending_review"
