@@ -25,7 +25,7 @@ from pathlib import Path
 
 DOT_GIT = [".git", ".GIT", ".Git", ".git.", ".git ", "git~1", "GIT~1", ".g\u200cit", ".gi\u200dt", ".git::$INDEX_ALLOCATION"]
 STATE = [".memrepo/state/catalog.sqlite", ".memrepo/index/CURRENT", ".memrepo/private/agent/x.md", ".memrepo/evidence/x.txt"]
-KINDS = ("dotgit", "dotdot", "symlink", "submodule", "state")
+KINDS = ("dotgit", "dotdot", "symlink", "submodule", "state", "longname")
 
 
 def _git(root: Path, env: dict, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
@@ -72,6 +72,8 @@ def generated_path(rng: random.Random, kind: str) -> tuple[list[str], str, bytes
         return folders + ["mem_link.md"], "120000", rng.choice([b"/etc/passwd", b"../../..", b"~/.ssh/id_rsa"])
     if kind == "submodule":
         return folders + ["sub"], "160000", b""
+    if kind == "longname":  # one a file system takes, but not with memrepo's temporary name beside it
+        return folders + ["n" * rng.randint(241, 255)], "100644", b"too long\n"
     return rng.choice(STATE).split("/"), "100644", b"planted\n"
 
 

@@ -21,7 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from secret_corpus import CODE, CREDENTIALS, HELD_OUT_CREDENTIALS, HELD_OUT_HARMLESS, PROSE_EN, PROSE_ZH  # noqa: E402
+from secret_corpus import (  # noqa: E402
+    CODE,
+    CREDENTIALS,
+    DISGUISED,
+    HELD_OUT_CREDENTIALS,
+    HELD_OUT_HARMLESS,
+    PROSE_EN,
+    PROSE_OTHER,
+    PROSE_ZH,
+)
 
 from memrepo.store import secretscan  # noqa: E402
 
@@ -115,6 +124,13 @@ def main() -> int:
         held.append((name, missed, refused))
         print(f"| {name} | {found['en'][0]} of {found['en'][1]} | {found['zh'][0]} of {found['zh'][1]} "
               f"| {len(refused)} of {len(HELD_OUT_HARMLESS)} |")
+    print(f"\nIn disguise (JSON escapes, invisible or full-width characters, base64, nine other languages): "
+          f"{len(DISGUISED)} credentials, {len(PROSE_OTHER)} harmless texts of the same kinds\n")
+    print("| scanner | credentials caught | harmless refused |")
+    print("|---|---:|---:|")
+    for name, scan in [("memrepo secretscan", memrepo_scan)] + ([("detect-secrets 1.5.0 (default plugins)", ds)] if ds else []):
+        caught = sum(1 for _fmt, text in DISGUISED if scan(text))
+        print(f"| {name} | {caught} of {len(DISGUISED)} | {sum(1 for t in PROSE_OTHER if scan(t))} of {len(PROSE_OTHER)} |")
     for name, missed, refused in held:
         if missed:
             print(f"\n{name} missed (held out): {', '.join(missed)}")

@@ -198,16 +198,25 @@ def load(root: Path) -> Config:
             "else's vault can make them point at any file): replace the link with the file itself"))])
     if not path.exists():
         return Config()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError([Problem(CONFIG_PATH, "(file)", f"{e}; fix the file (TOML syntax) and retry")]) from None
-    problems, notes = check(data)
+    data, problems, notes = parse_bytes(path.read_bytes())
+    if problems and problems[0].field == "(file)":
+        raise ConfigError(problems)
     for note in notes:
         warnings.warn(note, ConfigWarning, stacklevel=2)
     if problems:
         raise ConfigError(problems, "fix .memrepo/config.toml (the README's Lifecycle section lists every key)")
     return Config(data)
+
+
+def parse_bytes(raw: bytes) -> tuple[dict[str, Any], list[Problem], list[str]]:
+    """A config.toml's bytes as (data, problems, warnings): what :func:`load` reads from the
+    working tree, and what a sync checks in a commit before it lands."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        return {}, [Problem(CONFIG_PATH, "(file)", f"{e}; fix the file (TOML syntax) and retry")], []
+    problems, notes = check(data)
+    return data, problems, notes
 
 
 # ------------------------------------------------------------------ the review policy
@@ -253,19 +262,46 @@ def policy_weakenings(old: Config, new: Config) -> list[tuple[str, str]]:
                                                              for r in new_rules)
     if uses_authority and list(oa.get("authority") or []) != list(na.get("authority") or []):
         found.append(("arbitration.authority", "the ranking that lets an agent override another changed"))
+    found += _decay_weakenings(old.section("decay"), new.section("decay"))
     return found
+
+
+# What keeps a reviewed memory from being archived by decay without a person: losing a
+# protected layer, or raising a keystone bar, lets decay take more of them.
+_KEYSTONE_KEYS = ("keystone_weight", "keystone_links")
+
+
+def _decay_weakenings(o: dict[str, Any], n: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    lost = [v for v in o.get("protected_layers") or () if v not in (n.get("protected_layers") or ())]
+    if lost:
+        found.append(("decay.protected_layers", f"no longer lists {', '.join(map(str, lost))} (decay may archive them)"))
+    for key in _KEYSTONE_KEYS:
+        if _number(n.get(key)) > _number(o.get(key)):
+            found.append((f"decay.{key}", f"{o.get(key)} -> {n.get(key)} (fewer memories are kept from decay)"))
+    return found
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def strictest(current: Config, baseline: Config) -> Config:
     """``current`` with every weakening relative to ``baseline`` undone: the lists of high-risk
-    classes united, supersede_is_high kept on, and the arbitration rules of ``baseline`` whenever
-    ``current``'s would let more conflicts skip review."""
+    classes united, supersede_is_high kept on, the arbitration rules of ``baseline`` whenever
+    ``current``'s would let more conflicts skip review, decay's protected layers united and its
+    keystone bars kept at the lower."""
     data = {table: dict(values) for table, values in current.data.items()}
     o, n = baseline.section("risk"), current.section("risk")
     risk = data.setdefault("risk", {})
     for key in POLICY_LISTS:
         risk[key] = list(dict.fromkeys([*(o.get(key) or []), *(n.get(key) or [])]))
     risk["supersede_is_high"] = bool(o.get("supersede_is_high")) or bool(n.get("supersede_is_high"))
+    od, nd = baseline.section("decay"), current.section("decay")
+    decay = data.setdefault("decay", {})
+    decay["protected_layers"] = list(dict.fromkeys([*(od.get("protected_layers") or []), *(nd.get("protected_layers") or [])]))
+    for key in _KEYSTONE_KEYS:
+        decay[key] = od.get(key) if _number(nd.get(key)) > _number(od.get(key)) else nd.get(key)
     if any(key.startswith("arbitration.") for key, _ in policy_weakenings(baseline, current)):
         base = baseline.section("arbitration")
         arbitration = data.setdefault("arbitration", {})

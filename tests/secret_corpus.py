@@ -455,3 +455,52 @@ HELD_OUT_HARMLESS: list[str] = [
     "headers = {\"Authorization\": f\"Bearer {token}\"}",
     "password_reset_url = f\"{base}/reset?uid={uid}\"",
 ]
+
+
+# Credentials in disguise: behind JSON escapes (a tool result that is itself JSON: PHP and many
+# APIs escape "/"), behind invisible characters or full-width letters, base64-wrapped (a
+# Kubernetes secret, an encoded env dump), and "the password is X" in other languages.
+# Appended last so every value above stays the same.
+def _b64(text: str) -> str:
+    import base64
+    return base64.b64encode(text.encode()).decode()
+
+
+_PW = r(8) + "!x"
+DISGUISED: list[tuple[str, str]] = [
+    ("json-escaped-url", '{"dsn":"postgres:\\/\\/app:' + r(14) + '@db.internal:5432\\/app"}'),
+    ("json-unicode-escaped", '{"env":"GITHUB_TOKEN\\u003dghp_' + r(36) + '"}'),
+    ("zero-width-in-token", "token ghp_" + r(10) + "\u200b" + r(26)),
+    ("full-width-key", "".join(chr(ord(c) + 0xFEE0) for c in "AKIA" + r(16, UPPER_DIGITS))),
+    ("base64-env-dump", "ENV_B64=" + _b64(f"HOME=/root\nAWS_ACCESS_KEY_ID=AKIA{r(16, UPPER_DIGITS)}\n")),
+    ("base64-k8s-secret", '{"data": {"DATABASE_URL": "' + _b64(f"postgres://app:{r(14)}@db:5432/app") + '"}}'),
+    ("password-de", f"Das Passwort für die Staging-Konsole lautet {_PW}"),
+    ("password-fr", f"Le mot de passe de la console est {_PW}"),
+    ("password-es", f"La contraseña del servidor es {_PW}"),
+    ("password-pt", f"A senha do banco é {_PW}"),
+    ("password-ru", f"Пароль от сервера: {_PW}"),
+    ("password-ja", f"本番のパスワードは {_PW} です"),
+    ("password-ko", f"서버 비밀번호는 {_PW} 입니다"),
+    ("password-it", f"La password del server è {_PW}"),
+    ("password-nl", f"Het wachtwoord van de server is {_PW}"),
+]
+# What those languages say about passwords without holding one.
+PROSE_OTHER: list[str] = [
+    "Das Passwort muss mindestens zwölf Zeichen lang sein.",
+    "Das Passwort steht im Passwortmanager des Teams.",
+    "Le mot de passe est stocké dans le coffre-fort de l'équipe.",
+    "Le mot de passe expire tous les 90 jours.",
+    "La contraseña debe cambiarse cada trimestre.",
+    "A senha fica no cofre de segredos, nunca no código.",
+    "Пароль хранится в менеджере паролей команды.",
+    "Пароль должен содержать не менее 12 символов.",
+    "パスワードはチームのパスワードマネージャーにあります。",
+    "パスワードは90日ごとに変更してください。",
+    "비밀번호는 팀 비밀번호 관리자에 저장되어 있습니다.",
+    "La password è nel gestore delle password del team.",
+    "Het wachtwoord staat in de kluis van het team.",
+    "Die Base64-Kodierung von Bildern kostet ein Drittel mehr Platz.",
+    "The image is embedded as data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "The API answered {\"next\":\"https:\\/\\/api.example.com\\/v1\\/items?page=2\"}",
+    "Zero\u200bwidth spaces in a Thai or Khmer text are normal.",
+]

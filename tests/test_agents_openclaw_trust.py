@@ -102,6 +102,28 @@ def test_import_of_invalid_utf8_names_the_file(vault, tmp_path):
     assert len(p.stderr.strip().splitlines()) <= 2
 
 
+@pytest.mark.parametrize("where", ["memory/2026-11-30.md", "MEMORY.md", "memory/imports/codex/notes.md"])
+def test_import_refuses_a_fifo_at_once(vault, tmp_path, where):
+    """A named pipe in a workspace would block the import for ever (opening it waits for a writer)."""
+    ws = workspace(tmp_path / "ws")
+    (ws / where).parent.mkdir(parents=True, exist_ok=True)
+    (ws / where).unlink(missing_ok=True)
+    os.mkfifo(ws / where)
+    p = memrepo(vault, "import", "--from", "openclaw", str(ws))
+    assert p.returncode == 5 and where in p.stderr and "regular file" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_import_refuses_an_enormous_file_without_reading_it(vault, tmp_path):
+    ws = workspace(tmp_path / "ws")
+    with open(ws / "memory" / "2026-11-30.md", "wb") as fh:
+        fh.truncate(8 << 30)  # sparse: 8 GiB that would all be read into memory
+    head = vault.head()
+    p = memrepo(vault, "import", "--from", "openclaw", str(ws))
+    assert p.returncode == 5 and "memory/2026-11-30.md" in p.stderr and "MiB" in p.stderr, p.stderr
+    assert vault.head() == head
+
+
 # ---------------------------------------------------------------- export: check first, keep a backup
 
 def test_export_into_a_workspace_with_a_symlink_writes_nothing(vault, tmp_path):

@@ -10,7 +10,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from secret_corpus import CODE, CREDENTIALS, PROSE, PROSE_EN, PROSE_ZH
+from secret_corpus import CODE, CREDENTIALS, DISGUISED, PROSE, PROSE_EN, PROSE_OTHER, PROSE_ZH
 
 from memrepo.store import secretscan
 
@@ -250,3 +250,20 @@ def test_a_late_start_finds_what_a_full_search_finds(text):
 ])
 def test_a_bare_40_character_secret_is_found_in_any_surroundings(text):
     assert secretscan.scan(text) == reference_scan(text) != []
+
+
+@pytest.mark.parametrize("name,text", DISGUISED, ids=[n for n, _ in DISGUISED])
+def test_a_disguised_credential_is_caught(name, text):
+    assert secretscan.scan(text), text
+
+
+@pytest.mark.parametrize("text", PROSE_OTHER)
+def test_prose_about_passwords_in_other_languages_passes(text):
+    assert secretscan.scan(text) == [], text
+
+
+@pytest.mark.parametrize("name,text", DISGUISED, ids=[n for n, _ in DISGUISED])
+def test_redaction_leaves_no_disguised_credential(name, text):
+    redacted, found = secretscan.redact(text)
+    assert found and "[REDACTED:" in redacted
+    assert secretscan.scan(redacted) == [], redacted

@@ -164,3 +164,29 @@ def test_prune_can_refuse_instead_of_redacting(vault, tmp_path):
     assert proc.returncode == 5 and "transcript message 2" in proc.stderr and "github-token" in proc.stderr
     assert "Traceback" not in proc.stderr and secrets["github"] not in proc.stderr + proc.stdout
     assert vault.head() == head and not (vault.root / "evidence").exists()
+
+
+def test_prune_never_commits_a_disguised_credential(vault, tmp_path):
+    """A tool result that is JSON with escaped slashes, or a Kubernetes secret (base64), is
+    evidence too: the credential inside is redacted before anything is committed."""
+    import base64
+
+    from secret_corpus import r
+    password, token = r(14), "ghp_" + r(36)
+    secret = base64.b64encode(f"postgres://app:{password}@db:5432/app".encode()).decode()
+    result = ('{"kind":"Secret","data":{"DATABASE_URL":"' + secret + '"},"env":"GITHUB_TOKEN\\u003d' + token
+              + '","dsn":"postgres:\\/\\/app:' + password + '@db.internal\\/app"}' + " padding" * 200)
+    msgs = [{"role": "user", "content": "why does the deploy fail?"},
+            {"role": "assistant", "content": "reading the secret", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "kubectl"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": result}]
+    msgs += [{"role": "assistant", "content": f"step {i}"} for i in range(4)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(msgs))
+    proc = cli(vault.root, "prune", str(path), "--soft-chars", "500", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["redacted"]
+    from conftest import git
+    history = git(vault.root, "log", "-p", "--all")
+    for value in (password, token, secret):
+        assert value not in history, value

@@ -1,5 +1,5 @@
 """The review policy is itself reviewed: the ``[risk]`` and ``[arbitration]`` keys decide what
-goes to review, so a change that lowers them (from a teammate's push, a plain commit, an edit
+goes to review (and ``[decay]``'s protections what decay may archive unreviewed), so a change that lowers them (from a teammate's push, a plain commit, an edit
 left in the working tree) does not take effect until a person accepts it with ``memrepo policy
 accept``; ``validate`` names the commit that lowered it, and ``sync`` says what it brought."""
 from __future__ import annotations
@@ -157,9 +157,68 @@ def test_a_stricter_policy_needs_no_review(vault):
     ('[arbitration]\ndefault = "latest"\n', "arbitration.default"),
     ('[arbitration]\nrules = [{ match = "*", policy = "latest" }]\n', "arbitration.rules"),
     ('[risk]\nhigh_tags = []\nhigh_sources = []\n', "risk.high_sources"),
+    ('[decay]\nprotected_layers = []\n', "decay.protected_layers"),
+    ('[decay]\nkeystone_weight = 1.0\n', "decay.keystone_weight"),
+    ('[decay]\nkeystone_links = 99\n', "decay.keystone_links"),
 ])
 def test_every_key_that_decides_review_is_policy(vault, text, field):
     weaken(vault.root, text)
     git(vault.root, "commit", "-q", "--no-verify", "-am", "relax")
     problems = [p for p in api.validate_tree(api.Vault.find(explicit=vault.root)) if p.path == ".memrepo/config.toml"]
     assert [p.field for p in problems] == [field], problems
+
+
+# ------------------------------------------------------------ a pushed config.toml that would break the clone
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda text: text + "\n[risk]\nhigh_tags = []\n", "(file)"),                         # [risk] twice: not TOML
+    (lambda text: text.replace("lock_timeout = 30.0", 'lock_timeout = "soon"'), "vault.lock_timeout"),
+    (lambda text: text.replace('main_branch = "main"', 'main_branch = "main"\nowner = "mallory"'), "vault.owner"),
+    (lambda text: text.replace('main_branch = "main"', 'main_branch = "release"'), "vault.main_branch"),
+], ids=["not-toml", "wrong-type", "owner", "main-branch"])
+def test_a_pushed_config_that_would_break_every_command_is_refused(team, edit, field):
+    """A config.toml that does not load stops every command; one naming an owner makes the
+    shared clone a private vault (sync refused for good); another main branch stops every
+    write. Arriving by sync, none of it lands: the sync names the commit and the key."""
+    victim, attacker = team
+    path = config_path(attacker)
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    git(attacker, "commit", "-q", "--no-verify", "-am", "tidy config")
+    git(attacker, "push", "-q", "origin", "main")
+    bad = git(attacker, "rev-parse", "HEAD").strip()
+    head_before = git(victim, "rev-parse", "main").strip()
+    proc = cli(victim, "sync")
+    assert proc.returncode == 5, (proc.stdout, proc.stderr)
+    assert bad[:12] in proc.stderr and f".memrepo/config.toml:{field}" in proc.stderr, proc.stderr
+    assert git(victim, "rev-parse", "main").strip() == head_before
+    for args in (["list"], ["validate"]):
+        assert cli(victim, *args).returncode == 0, args
+    assert constraint(victim)["status"] == "pending_review"
+
+
+def test_a_pushed_decay_table_that_protects_less_archives_nothing_more(team):
+    """Decay archives without review, so what keeps a memory from it (protected layers, the
+    keystone bars) is policy too: a teammate's push that lowers it waits for a person."""
+    victim, attacker = team
+    rows = [{"id": "mem_identity", "layer": "L4", "kind": "identity", "subject": "agent", "summary": "we never lie",
+             "created": "2026-01-05T09:00:00+00:00"},
+            {"id": "mem_keystone", "layer": "L2", "kind": "knowledge", "subject": "ops", "weight": 0.9,
+             "summary": "billing runs on the 1st", "created": "2026-01-05T09:00:00+00:00"}]
+    path = victim.parent / "old.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    vault = api.Vault.find(explicit=victim)
+    api.import_jsonl(vault, path)
+    assert {vault.get(i).meta["status"] for i in ("mem_identity", "mem_keystone")} == {"active"}
+    vault.close()
+    assert cli(victim, "sync").returncode == 0
+    git(attacker, "pull", "-q", "origin", "main")
+    text = config_path(attacker).read_text(encoding="utf-8")
+    config_path(attacker).write_text(text + "\n[decay]\nprotected_layers = []\nkeystone_weight = 1.0\n", encoding="utf-8")
+    git(attacker, "commit", "-q", "--no-verify", "-am", "tune decay")
+    git(attacker, "push", "-q", "origin", "main")
+    proc = cli(victim, "sync")
+    assert proc.returncode == 0 and "decay.protected_layers" in proc.stderr, proc.stderr
+    vault = api.Vault.find(explicit=victim)
+    report = api.decay(vault, now="2026-12-30")
+    assert not {"mem_identity", "mem_keystone"} & set(report.archived), report.decisions
+    assert {vault.get(i).meta["status"] for i in ("mem_identity", "mem_keystone")} == {"active"}

@@ -220,7 +220,9 @@ def test_the_write_path_itself_refuses_unsafe_paths(vault):
     (".git", False), (".git/x", False), ("a/.GIT/x", False), (".git. . /x", False), ("GIT~1/x", False),
     (".gi\u200dt/x", False), (".g\ufeffit", False), ("..", False), ("a/../b", False), ("./a", False), ("/abs", False),
     ("a//b", False), ("a\\b", False), (".git::$INDEX_ALLOCATION/x", False), (".memrepo/index/x", False),
-    (".Memrepo/state/x", False),
+    (".Memrepo/state/x", False), ("a/" + "n" * 241, False), ("a/" + "n" * 240, True),
+    ("a/" + "\u00e9" * 121, False), (".Memrepo/config.toml", False), (".MEMREPO/config.toml", False),
+    (".memrepo\u200c/config.toml", False),
 ])
 def test_path_rules(path, ok):
     assert (incoming.path_problem(path, "100644") is None) is ok
@@ -230,3 +232,81 @@ def test_modes():
     assert incoming.path_problem("memories/L2/a.md", "120000")
     assert incoming.path_problem("memories/L2/a", "160000")
     assert incoming.path_problem("memories/L2/a.md", "100755") is None
+
+
+# ------------------------------------------------------------ trees the checkout could not take
+
+def _push_commit(attacker: Path, tree: str, message: str) -> str:
+    parent = git(attacker, "rev-parse", "origin/main").strip()
+    commit = git(attacker, "commit-tree", tree, "-p", parent, "-m", message).strip()
+    git(attacker, "push", "-q", "origin", f"{commit}:refs/heads/main")
+    return commit
+
+
+def test_a_folder_replaced_by_a_file_syncs(team):
+    """A teammate's plain change (the folder notes/ becomes the file notes) reaches the checkout."""
+    victim, attacker, _tmp = team
+    (attacker / "notes").mkdir()
+    (attacker / "notes" / "a.md").write_text("in a folder\n")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-qm", "notes as a folder")
+    git(attacker, "push", "-q", "origin", "main")
+    assert cli(victim, "sync").returncode == 0
+    git(attacker, "rm", "-rq", "notes")
+    (attacker / "notes").write_text("now a file\n")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-qm", "notes as a file")
+    git(attacker, "push", "-q", "origin", "main")
+    proc = cli(victim, "sync")
+    assert proc.returncode == 0, proc.stderr
+    assert (victim / "notes").read_text() == "now a file\n"
+    assert git(victim, "status", "--porcelain") == ""
+    _ok_after(victim)
+
+
+@pytest.mark.parametrize("file_first", [True, False], ids=["file-then-folder", "folder-then-file"])
+def test_a_name_that_is_both_a_file_and_a_folder_is_refused(team, file_first):
+    """A tree object may list one name twice (git mktree does not check): as a file and as a
+    folder. git's checkout fails on it; memrepo refuses it before main moves."""
+    victim, attacker, _tmp = team
+    git(attacker, "fetch", "-q", "origin")
+    base = git(attacker, "rev-parse", "origin/main^{tree}").strip()
+    blob = _blob(attacker, b"x\n")
+    folder = _mktree(attacker, [("100644", "blob", blob, "b")])
+    listing = [tuple(line.split(None, 3)) for line in git(attacker, "ls-tree", base).splitlines()]
+    both = [("100644", "blob", blob, "notes"), ("040000", "tree", folder, "notes")]
+    entries = "".join(f"{m} {k} {s}\t{n}\n" for m, k, s, n in [*listing, *(both if file_first else both[::-1])])
+    tree = subprocess.run(["git", "-C", str(attacker), "mktree"], input=entries, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    head_before = git(victim, "rev-parse", "main").strip()
+    bad = _push_commit(attacker, tree, "notes twice")
+    proc = cli(victim, "sync")
+    assert proc.returncode == 5, (proc.stdout, proc.stderr)
+    assert bad[:12] in proc.stderr and "notes" in proc.stderr
+    assert git(victim, "rev-parse", "main").strip() == head_before
+    _ok_after(victim)
+
+
+def test_a_name_too_long_for_the_file_system_is_refused(team):
+    victim, attacker, _tmp = team
+    head_before = git(victim, "rev-parse", "main").strip()
+    bad = push_hostile(attacker, "notes/" + "n" * 250)
+    proc = cli(victim, "sync")
+    assert proc.returncode == 5, (proc.stdout, proc.stderr)
+    assert bad[:12] in proc.stderr
+    assert git(victim, "rev-parse", "main").strip() == head_before
+    _ok_after(victim)
+
+
+def test_a_local_file_in_the_way_of_an_incoming_folder_refuses_the_sync_and_wedges_nothing(team):
+    victim, attacker, _tmp = team
+    (victim / "notes").write_text("mine, not committed\n")
+    push_hostile(attacker, "notes/a.md")
+    head_before = git(victim, "rev-parse", "main").strip()
+    proc = cli(victim, "sync")
+    assert proc.returncode == 4, (proc.stdout, proc.stderr)
+    assert "notes" in proc.stderr
+    assert git(victim, "rev-parse", "main").strip() == head_before
+    assert (victim / "notes").read_text() == "mine, not committed\n"
+    (victim / "notes").unlink()
+    _ok_after(victim)

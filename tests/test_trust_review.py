@@ -322,3 +322,17 @@ def test_an_open_proposal_whose_memory_main_holds_otherwise_stays_open(vault, tm
     git(vault.root, "pull", "-q", "--ff-only", "origin", "main")
     [listed] = json.loads(cli(vault.root, "proposals", "--json").stdout)
     assert listed["id"] == pending.proposal and listed["status"] == "open"
+
+
+@pytest.mark.parametrize("attributes", ["memories/** binary\n", "* -diff\n", "memories/** diff=hidden\n"])
+def test_a_gitattributes_on_main_never_hides_a_proposal_from_the_raw_diff(vault, attributes):
+    """.gitattributes is a file of the vault: whoever commits it could mark memories as binary,
+    and the raw branch diff a reviewer reads would say only 'Binary files differ'."""
+    (vault.root / ".gitattributes").write_text(attributes, encoding="utf-8")
+    git(vault.root, "add", ".gitattributes")
+    git(vault.root, "commit", "-q", "--no-verify", "-m", "attributes")
+    git(vault.root, "config", "diff.hidden.textconv", "true")  # a driver that prints nothing
+    r = memories.add(vault, {"subject": "release", "kind": "constraint", "summary": "publish only on fridays"}, "")
+    assert r.proposal
+    raw = api.branch_diff(vault, r.proposal)
+    assert "publish only on fridays" in raw and "Binary files" not in raw, raw

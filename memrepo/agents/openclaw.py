@@ -23,6 +23,7 @@ import datetime as dt
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -33,6 +34,7 @@ from memrepo.store.vault import Vault
 
 FILE_BUDGET = 20000
 USER_BUDGET = 4000
+MAX_FILE_BYTES = 16 << 20  # one workspace file read whole: a curated file or a day's log is far smaller
 IMPORTS_DIR = "memory/imports"   # memory/imports/<assistant>/: what OpenClaw imported from others
 DAILY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:-(.+))?\.md$")
 _COMMENT_RE = re.compile(r"<!--\s*(.*?)\s*-->", re.S)
@@ -191,14 +193,21 @@ def _no_links(root: Path, rel: str) -> None:
 def read_text(root: Path, rel: str) -> str:
     """The UTF-8 text of the workspace file ``rel``, never through a symlink."""
     _no_links(root, rel)
-    try:
-        fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # O_NONBLOCK: opening a named pipe would wait for a writer for ever
+        fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         if e.errno == errno.ELOOP:  # made a link between the check and the open
             raise _refused(rel, "is a symlink; memrepo never follows links out of a workspace") from None
         raise _refused(rel, f"cannot be read: {e.strerror}") from None
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refused(rel, "is not a regular file (a named pipe, a device or a socket); memrepo reads only "
+                                "plain files from a workspace: remove it")
+        if info.st_size > MAX_FILE_BYTES:
+            raise _refused(rel, f"is {info.st_size / 2**20:,.0f} MiB, over the {MAX_FILE_BYTES >> 20} MiB memrepo reads "
+                                "from one workspace file; split it or move the raw text out of the workspace")
+        data = fh.read(MAX_FILE_BYTES + 1)
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:

@@ -63,6 +63,37 @@ def _create_temp(target: Path) -> str:
     raise FileExistsError(f"could not create a temporary file beside {target}")
 
 
+def refuse_blocked(root: Path, changes: dict[str, bytes | None]) -> None:
+    """Refuse (:class:`Conflict`), before a branch moves, a change the checkout could not take
+    because something not in the change is in the way: a file where a written path needs a
+    folder, or a folder holding other files where a file goes. Found after the branch moved,
+    the checkout would fail half-way, and so would every later recovery of it."""
+    gone = {path for path, data in changes.items() if data is None}
+    for path, data in changes.items():
+        if data is None:
+            continue
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder not in gone and os.path.lexists(root / folder) and not (root / folder).is_dir():
+                raise _blocked(path, folder, "a file")
+        target = root / path
+        if target.is_dir() and not target.is_symlink():
+            others = [rel for rel in _files_under(root, path) if rel not in gone]
+            if others:
+                raise _blocked(path, path, f"a folder holding {others[0]}")
+
+
+def _files_under(root: Path, rel: str) -> list[str]:
+    return [str((Path(folder) / name).relative_to(root)) for folder, _dirs, names in os.walk(root / rel)
+            for name in names]
+
+
+def _blocked(path: str, where: str, what: str) -> Conflict:
+    return Conflict(f"{where} is in the way: the change writes {path}, but {where} is {what} in the checkout, "
+                    "not part of the change; move it aside and run the command again (nothing was written)")
+
+
 def copy_tree(source: Path, target: Path) -> None:
     """Copy a folder of plain files (the vault template) with the modes the user's umask gives
     new files and folders: ``shutil.copytree`` copies the package's own modes (0755, 0644), so a

@@ -192,10 +192,10 @@ def diff_tree(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) 
 
 
 def diff_text(root: Path, old: str | None, new: str, paths: Iterable[str] = ()) -> str:
-    """The unified diff between two commits (``old`` None: against the empty tree), as text."""
+    """The unified diff of two commits (``old`` None: the empty tree): a .gitattributes hides nothing."""
     empty = _run(root, "hash-object", "-t", "tree", "--stdin", input=b"").strip() if old is None else old
-    return _run_bytes(root, "diff", "--no-color", "--no-ext-diff", "--no-renames", empty, new, "--", *paths).decode(
-        "utf-8", errors="replace")
+    return _run_bytes(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames", empty, new,
+                      "--", *paths).decode("utf-8", errors="replace")
 
 
 def diff_index(root: Path, rev: str, *, cached: bool, paths: Iterable[str] = (),

@@ -22,6 +22,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable
 
+from memrepo import config
 from memrepo.errors import Problem, UnsafeChange
 from memrepo.store import git
 
@@ -29,6 +30,10 @@ from memrepo.store import git
 # are local (git-ignored) and must never arrive from elsewhere.
 VERSIONED_STATE = frozenset({".memrepo/config.toml"})
 SYMLINK, GITLINK, TREE = "120000", "160000", "040000"
+# File systems take names of up to 255 bytes; memrepo writes each file through a temporary name
+# beside it, 14 bytes longer (files.atomic_write). A longer name could be committed but never
+# checked out: the branch would move and the checkout fail.
+MAX_NAME_BYTES = 240
 # Code points HFS+ ignores when comparing names (git's is_hfs_dotgit): ".g\u200cit" is ".git" there.
 _HFS_IGNORED = frozenset([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 
@@ -55,6 +60,8 @@ def _component_problem(part: str) -> str | None:
         return "a '.git' component (git's own folder: its config and hooks would run code)"
     if _folded(part) == ".gitmodules":
         return "a submodule declaration (a vault holds no submodules)"
+    if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        return f"a name longer than {MAX_NAME_BYTES} bytes (no file system memrepo writes to takes it)"
     return None
 
 
@@ -67,7 +74,7 @@ def path_problem(path: str, mode: str = "100644") -> str | None:
         if reason:
             return reason
     parts = path.split("/")
-    if _folded(parts[0]) == ".memrepo" and "/".join([".memrepo", *parts[1:]]) not in VERSIONED_STATE:
+    if _folded(parts[0]) == ".memrepo" and path not in VERSIONED_STATE:  # .Memrepo/config.toml is the file on macOS
         return "a file under .memrepo/ other than config.toml (the index, state, private vaults and local evidence are never versioned)"
     if mode == SYMLINK:
         return "a symlink (a later write through it would land outside the vault)"
@@ -84,8 +91,13 @@ def check_paths(paths: Iterable[str], *, hint: str = "nothing was written") -> N
 
 
 def unsafe_changes(changes: Iterable[git.Change]) -> list[tuple[str, str]]:
-    """(path, reason) of every change that adds or changes a path memrepo never writes."""
-    return [(c.path, reason) for c in changes if c.status != "D" and (reason := path_problem(c.path, c.mode))]
+    """(path, reason) of every change that adds or changes a path memrepo never writes, or a
+    name the change makes both a file and a folder (a tree object may list a name twice)."""
+    kept = [c for c in changes if c.status != "D"]
+    found = [(c.path, reason) for c in kept if (reason := path_problem(c.path, c.mode))]
+    folders = {c.path.rsplit("/", n)[0] for c in kept for n in range(1, c.path.count("/") + 1)}
+    return found + [(c.path, "both a file and a folder in one tree (no checkout can hold both; git's own "
+                             "refuses the tree)") for c in kept if c.path in folders]
 
 
 def check_range(root: Path, old: str | None, new: str, *, what: str, pulled: bool = False) -> None:
@@ -108,6 +120,36 @@ def check_range(root: Path, old: str | None, new: str, *, what: str, pulled: boo
     raise UnsafeChange(problems, f"{what} refused whole: it holds paths memrepo never writes (git's own checkout "
                                  "refuses them too); nothing changed locally. Ask whoever pushed it to remove them "
                                  "(git rm on their side), then sync again")
+
+
+# Keys that say what this clone is, not what the team decides: another value arriving from a
+# remote would make a shared clone an agent's private vault (whose sync is refused for good) or
+# send every write to another branch.
+CLONE_KEYS = (("vault", "owner"), ("vault", "main_branch"))
+
+
+def check_config(root: Path, old: str | None, new: str, *, what: str) -> None:
+    """Refuse ``new`` when the config.toml it brings (changed since ``old``) would not load
+    (every command would stop on it) or changes a :data:`CLONE_KEYS` key; nothing changes."""
+    path = config.CONFIG_PATH
+    ids = git.object_ids(root, [f"{new}:{path}", *([f"{old}:{path}"] if old else [])])
+    after, before = ids[f"{new}:{path}"], ids.get(f"{old}:{path}")
+    if after is None or after == before:
+        return
+    blobs = git.read_blobs(root, [b for b in (after, before) if b])
+    data, problems, _notes = config.parse_bytes(blobs[after])
+    if not problems:
+        was = config.Config(config.parse_bytes(blobs[before])[0] if before else {})
+        now = config.Config(data)
+        problems = [Problem(path, f"{table}.{key}", f"{was.get(table, key)!r} -> {now.get(table, key)!r}: says what "
+                                                    "this clone is, set on each clone, never by a sync")
+                    for table, key in CLONE_KEYS if was.get(table, key) != now.get(table, key)]
+    if problems:
+        commit = next(iter(git.log(root, f"{old}..{new}" if old else new, paths=[path], extra=["-1"])), None)
+        by = f"; brought by commit {commit.commit[:12]}" if commit else ""
+        raise UnsafeChange([Problem(p.path, p.field, p.message + by) for p in problems],
+                           f"{what} refused whole: its {path} would break this clone; nothing changed locally. "
+                           "Ask whoever pushed it to fix the file, then sync again")
 
 
 TRUST_STAMP = "memrepo-trusted"

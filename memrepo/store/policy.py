@@ -1,6 +1,7 @@
 """The review policy in force: what ``config.toml`` says, less every unreviewed weakening.
 
-The ``[risk]`` and ``[arbitration]`` keys decide what goes to review, so a commit that lowers
+The ``[risk]`` and ``[arbitration]`` keys decide what goes to review (and ``[decay]``'s
+protected layers and keystone bars what decay archives unreviewed), so a commit that lowers
 them (a teammate's push, a plain commit past the hook, an edit left in the working tree) must
 not switch review off by itself. The policy in force is folded over the history of
 ``.memrepo/config.toml`` on main (first parents, as main saw each change): the vault's first

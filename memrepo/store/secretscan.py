@@ -238,6 +238,18 @@ RULES: tuple[Rule, ...] = (
     ("password-zh-bare", r"(?:密码|口令|密钥|令牌)[ \t]+(?P<value>[!-~]{6,})",
      lambda v: _looks_secret(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v),
      ("密码", "口令", "密钥", "令牌")),
+    # "the password is X" in other languages: German, French, Spanish, Portuguese, Japanese,
+    # Korean, Dutch, and Italian (whose word is the English one: only before "è", its needle);
+    # Russian apart, without (?i) (re folds old Cyrillic letters to о, str.lower does not).
+    ("password-sentence-intl",
+        r"(?i)(?:(?:passwort|kennwort|mot de passe|contraseña|contrasena|senha|パスワード|비밀번호|wachtwoord)"
+        r"[^\n]{0,40}?(?:\s(?:lautet|ist|est|es|é|is)|[:：=—]|は|는|은)|password\s[^\n]{0,40}?\s[èé])"
+        r"\s*[\"'`「“]?(?P<value>[!-~]{8,})",
+     lambda v: _looks_secret(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v),
+     ("passwort", "kennwort", "mot de passe", "contraseña", "contrasena", "senha", "パスワード", "비밀번호",
+      "wachtwoord", "è", "é")),
+    ("password-sentence-ru", r"(?:[Пп]ароль|ПАРОЛЬ)[^\n]{0,40}?(?:\s—|[:：=—])\s*[\"'`«]?(?P<value>[!-~]{8,})",
+     lambda v: _looks_secret(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v), ("ароль", "АРОЛЬ")),
     ("password-sentence-zh",
         r"(?:密码|口令|密钥|令牌)\s*(?:是|为|就是)\s*[:：]?\s*[\"'`“]?(?P<value>[!-~]{6,})", _looks_secret,
      ("密码", "口令", "密钥", "令牌")),
@@ -275,7 +287,58 @@ def scan(text: str) -> list[Finding]:
     for rule, m in _matches(text):
         line = text.count("\n", 0, m.start()) + 1
         findings.setdefault((line, rule), Finding(rule, line, _mask(m.group(0))))
+    for rule, line in _disguised(text):
+        findings.setdefault((line, rule), Finding(rule, line, "…"))
     return sorted(findings.values(), key=lambda f: (f.line, f.rule))
+
+
+# ---- credentials in disguise: the same rules on what a text spells otherwise. A tool result
+# that is itself JSON escapes "/" and "=" (postgres:\/\/…, \u003d); a zero-width character or
+# full-width letters split or hide a token from every pattern; base64 wraps a Kubernetes secret
+# or an encoded env dump. Each costs nothing on a text that cannot hold it (no backslash, only
+# ASCII, no word of 40 characters).
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_FULL_WIDTH = {c: c - 0xFEE0 for r in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A)) for c in range(r[0], r[1] + 1)}
+_ESCAPE = re.compile(r"\\(?:/|u([0-9a-fA-F]{4}))")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+
+
+def _plain(text: str) -> str:
+    """``text`` with JSON's escaped slashes and printable \\u escapes written out, invisible
+    characters dropped and full-width letters and digits made ASCII (lines stay where they are)."""
+    if "\\" in text:
+        text = _ESCAPE.sub(lambda m: "/" if m.group(1) is None else (
+            chr(int(m.group(1), 16)) if chr(int(m.group(1), 16)).isprintable() else m.group(0)), text)
+    if not text.isascii():
+        text = _INVISIBLE.sub("", text).translate(_FULL_WIDTH)
+    return text
+
+
+def _decoded_runs(text: str):
+    """(match, decoded text) of each base64 run of 40 characters or more that decodes to text."""
+    import base64
+    import binascii
+    if max(map(len, text.split()), default=0) < 40:
+        return
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group(0)
+        try:
+            decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if decoded.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in decoded):
+            yield m, decoded
+
+
+def _disguised(text: str):
+    """(rule, line) of every credential that only a decoded spelling of ``text`` shows."""
+    plain = _plain(text)
+    if plain != text:
+        for rule, m in _matches(plain):
+            yield rule, plain.count("\n", 0, m.start()) + 1
+    for m, decoded in _decoded_runs(text):
+        for rule, _ in _matches(decoded):
+            yield f"{rule}-base64", text.count("\n", 0, m.start()) + 1
 
 
 def redact(text: str) -> tuple[str, list[Finding]]:
@@ -285,6 +348,11 @@ def redact(text: str) -> tuple[str, list[Finding]]:
     found = scan(text)
     if not found:
         return text, []
+    text = _plain(text)  # a disguised credential is redacted as written out
+    for m, decoded in reversed(list(_decoded_runs(text))):
+        rules = sorted({rule for rule, _ in _matches(decoded)})
+        if rules:
+            text = text[:m.start()] + f"[REDACTED:{rules[0]}-base64]" + text[m.end():]
     for _round in range(5):
         spans = []
         for rule, m in _matches(text):

@@ -20,7 +20,7 @@ from memrepo.errors import Conflict, GitError, InvalidMemory, NotFound, RefMoved
 from memrepo.model import MEMORY_ROOTS, Memory, is_memory_path, is_valid_id
 from memrepo.resources import resource
 from memrepo.store import faults, git, git_locks, incoming, policy
-from memrepo.store.files import atomic_write, copy_tree  # (callers import atomic_write from here too)
+from memrepo.store.files import atomic_write, copy_tree, refuse_blocked  # (callers import atomic_write from here too)
 from memrepo.store.lock import locked
 
 if TYPE_CHECKING:
@@ -402,6 +402,7 @@ class Vault:
             self._refuse_links(list(changes))
             adopted = set(adopt)
             self._refuse_dirty([p for p in changes if p not in adopted])
+            refuse_blocked(self.root, changes)
             git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         also = list(also)
         moved = [ref] + [c.ref for c in also]
@@ -453,9 +454,11 @@ class Vault:
         if checked_out:
             self._refuse_links([c.path for c in diff])
             self._refuse_dirty([c.path for c in diff])
-            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         blobs = git.read_blobs(self.root, [c.sha for c in diff if c.status != "D"])
         changes: dict[str, bytes | None] = {c.path: None if c.status == "D" else blobs[c.sha] for c in diff}
+        if checked_out:
+            refuse_blocked(self.root, changes)
+            git_locks.wait_unlocked(git.git_path(self.root, "index.lock"))
         self._write_journal({
             "pid": os.getpid(), "time": time.time(), "ref": ref, "old": old, "scratch": None,
             "paths": list(changes) if checked_out else [],
@@ -529,15 +532,16 @@ class Vault:
             raise Conflict(f"uncommitted changes in {names}; commit or discard them first (nothing was written)")
 
     def _update_checkout(self, changes: dict[str, bytes | None]) -> None:
-        for path, payload in changes.items():
+        # deletions first: a folder a change replaces by a file is gone before the file is written
+        for path in [p for p, payload in changes.items() if payload is None]:
             target = self.root / path
-            if payload is None:
-                target.unlink(missing_ok=True)
-                _prune_empty_dirs(target.parent, self.root)
-            else:
-                atomic_write(target, payload)
+            target.unlink(missing_ok=True)
+            _prune_empty_dirs(target.parent, self.root)
+        for path, payload in changes.items():
+            if payload is not None:
+                atomic_write(self.root / path, payload)
         faults.point("commit-mid-checkout")
-        git.update_index(self.root, changes)
+        git.update_index(self.root, sorted(changes, key=lambda p: changes[p] is not None))
 
     def require_main_checkout(self) -> None:
         """Writes go to main; refuse a detached HEAD or another branch checked out."""

@@ -172,6 +172,7 @@ def _integrate(vault: Vault, remote: str, result: SyncResult) -> None:
     if theirs is None or theirs == local or (local and git.is_ancestor(vault.root, theirs, local)):
         return
     incoming.check_range(vault.root, local, theirs, what=f"{remote}/{vault.main_branch} at {theirs[:12]}")
+    incoming.check_config(vault.root, local, theirs, what=f"{remote}/{vault.main_branch} at {theirs[:12]}")
     if local is None or git.is_ancestor(vault.root, local, theirs):
         vault.fast_forward(theirs)
         result.integrated = "fast-forward"
