@@ -4,7 +4,7 @@
         [--workdir DIR] [--reuse] [--semantic] [--no-cli] [--json-out FILE]
 
 For each size: a vault of synthetic memories (the kit's ``synth.py``, read at run time, never
-copied here) made with ``memrepo init`` + ``memrepo import`` + ``memrepo reindex``; then
+copied here) made with ``memrepo init`` + ``memrepo import`` + ``memrepo reindex --wait``; then
 
 * **recall CLI**: ``memrepo recall --json QUERY``, one process per call (start-up, git sync and
   the search included), as a ``UserPromptSubmit`` hook runs it;
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             imported: dict = {"reused": True}
         else:
             vault, imported = build_vault(work, size, args.synth, env)
-            run(memrepo_cmd() + ["--vault", str(vault), "reindex"], env)
+            run(memrepo_cmd() + ["--vault", str(vault), "reindex", "--wait"], env)
         qs = queries(vault, env, args.runs + 3)
         row: dict = {"size": size, "import": imported, "semantic": args.semantic, "load": {"start": load()}}
         if not args.no_cli:

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         print(label, json.dumps(results[label]), flush=True)
     if args.semantic:
         sem = {name: (exe, {**e, "MEMREPO_SEMANTIC": "1"}) for name, (exe, e) in sides.items()}
-        run([str(exe0), *v, "reindex"], sem["after"][1])  # vectors built before timing
+        run([str(exe0), *v, "reindex", "--wait"], sem["after"][1])  # vectors built before timing
         results["search (semantic on)"] = measure(sem, args.runs, cli("search", "database connection pool latency"))
         print("search (semantic on)", json.dumps(results["search (semantic on)"]), flush=True)
 

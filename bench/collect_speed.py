@@ -218,7 +218,7 @@ def main() -> None:
         env = bench_env(work)
         env["MEMREPO_SEMANTIC"] = "0"
         path, _ = build_vault(work, args.n, args.synth, env)
-        run(memrepo_cmd() + ["--vault", str(path), "reindex"], env)
+        run(memrepo_cmd() + ["--vault", str(path), "reindex", "--wait"], env)
     else:
         path = Path(args.vault)
     from memrepo import api

@@ -50,7 +50,7 @@ def build(work: Path, size: int, checks: int, env: dict[str, str]) -> tuple[Path
          "--nq", str(checks), "--seed", str(SEED)], env)
     vault = work / "vault"
     run(memrepo_cmd() + ["init", str(vault)], env)
-    (ms, cpu), _ = timed(memrepo_cmd() + ["--vault", str(vault), "import", str(mem), "--json"], env)
+    (ms, cpu), _ = timed(memrepo_cmd() + ["--vault", str(vault), "import", str(mem), "--json", "--wait"], env)
     setup = {"import_s": round(ms / 1000, 1), "import_cpu_s": round(cpu / 1000, 1)}
     lines = ["checks:"]
     for n, line in enumerate(qry.read_text(encoding="utf-8").splitlines()[:checks]):

@@ -189,7 +189,7 @@ def run_product(kit, bench: Path, name: str, work: Path, pq_dir: Path | None) ->
     memrepo_cli("init", str(vault), cwd=work)
     t0 = time.perf_counter()
     memrepo_cli("import", str(mem), cwd=vault)
-    memrepo_cli("reindex", cwd=vault)
+    memrepo_cli("reindex", "--wait", cwd=vault)
     build = time.perf_counter() - t0
     queries = read_jsonl(qry)
     ks = [int(k) for k in SETS[name][1].split(",")]

@@ -13,7 +13,7 @@ machine is shared; CPU time is what the code costs, wall time is what a user wai
   searcher (p50/p95, and the share of queries whose memory is in the top 10), a cold first
   query in a fresh process, and the index size;
 * **product** (``memrepo`` CLI in a real vault): ``memrepo init`` + ``memrepo import`` of the
-  synthetic JSONL, ``memrepo reindex``, then ``memrepo search --json QUERY`` as an agent
+  synthetic JSONL, ``memrepo reindex --wait``, then ``memrepo search --json QUERY`` as an agent
   calls it, one process per query, start-up and the git sync included (p50/p95 over
   ``--cli-queries`` queries; run from compiled bytecode as an installed package is), and
   ``memrepo search --queries FILE --json`` for all queries in one process;
@@ -169,7 +169,7 @@ def run_cli(work: Path, mem: Path, queries: list[dict], n_cli: int) -> dict:
     with Timer() as imp:
         memrepo("import", str(mem), "--no-index", cwd=vault)   # the commit; reindex builds below
     with Timer() as reindex:
-        memrepo("reindex", cwd=vault)
+        memrepo("reindex", "--wait", cwd=vault)
     for _ in range(3):
         memrepo("search", "--json", "warm up", cwd=vault)  # bytecode cache, OS file cache
     sample = queries[:: max(1, len(queries) // n_cli)][:n_cli]

@@ -40,6 +40,7 @@ from memrepo.agents.recall import recall_within as _recall_within
 from memrepo.agents.transcript import hook_payload
 from memrepo.errors import UsageError
 from memrepo.retrieval.search import (
+    building_notice,
     catch_up,
     make_query,
     mark_useful,
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # the names below import their module on first call; these ar
     from memrepo.oversight.inbox import inbox
     from memrepo.oversight.memory_view import memory_view
     from memrepo.oversight.review_view import evidence_items, review_markdown, review_view
+    from memrepo.retrieval.status import status
     from memrepo.review.bulk import get_proposal, reject_many, reviewer_name, rollback_with_reason
     from memrepo.review.diff import branch_diff, field_diff, proposal_diffs
     from memrepo.review.forge import compare_link, compare_url
@@ -551,10 +553,14 @@ if not TYPE_CHECKING:  # each imports its module on its first call (see the modu
         from memrepo.review.writes import import_jsonl as call
         return call(*args, **kwargs)
 
+    def status(*args, **kwargs):
+        from memrepo.retrieval.status import status as call
+        return call(*args, **kwargs)
+
 
 __all__ = [
     "Packed", "Recall", "Vault", "accept_policy", "ack", "add", "add_check", "add_files",
-    "agents_with_private_memories", "apply", "apply_many", "branch_diff", "browse", "build_graph", "card",
+    "agents_with_private_memories", "apply", "apply_many", "branch_diff", "browse", "build_graph", "building_notice", "card",
     "catch_up", "cite", "cited_by", "cleanup", "compaction_instructions", "compare_link", "compare_url", "context",
     "current_agent", "decay", "delete_pushed_branches", "distill", "evidence_items", "export_formats",
     "export_jsonl", "export_openclaw", "fact_history", "fetch_records", "field_diff", "file_compaction", "find_call",
@@ -569,6 +575,6 @@ __all__ = [
     "reject_many", "release", "render_bytes", "result_dict", "result_of", "review_markdown", "review_view",
     "reviewer_name", "rollback", "rollback_with_reason", "run_checks", "run_memory_command", "run_pre_commit",
     "save_evidence", "schedule_text", "search", "search_filters", "search_many", "search_visible", "start_detached",
-    "sync", "timeline", "unavailable_notice", "uninstall_claude_code", "validate_paths", "validate_tree",
+    "status", "sync", "timeline", "unavailable_notice", "uninstall_claude_code", "validate_paths", "validate_tree",
     "validate_vault", "vector_state", "visible_vaults", "warm_up", "why", "workflow_text", "write_workflow",
 ]

@@ -404,6 +404,7 @@ class Batched:
 
     def __init__(self, by_text: dict[str, np.ndarray], size: int = 10, dies_after: int | None = None):
         self.by_text, self.size, self.dies_after = by_text, size, dies_after
+        self.unit = size   # as the real encoder's units: a build resumes a unit at a time
         self.encoded: list[str] = []
 
     def batches(self, texts, progress=None):
@@ -416,10 +417,10 @@ class Batched:
 
 
 def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
-    """A build keeps each batch's vectors as they come (encoded-<model>.partial): killed after
-    three batches, the next build encodes only the rest, its snapshot is the one a build never
-    interrupted writes (bit for bit), and the partial file is gone. A record whose checksum fails
-    and a torn last record are encoded again, never used."""
+    """A build keeps each unit's vectors as they come (encoded-<model>.partial): killed after
+    three units, the next build encodes only the rest, its snapshot is the one a build never
+    interrupted writes (bit for bit), and the partial file is gone. A unit with a record whose
+    checksum fails or a torn last record is encoded again whole, never used."""
     by_text = {f"text {i}": data[i] for i in range(95)}
     docs = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(95)]
     clean = VectorStore(tmp_path / "clean")
@@ -440,14 +441,14 @@ def test_a_killed_build_resumes_from_the_vectors_it_kept(tmp_path, data):
 
     # damaged records: one with a flipped byte, the last one torn
     with pytest.raises(KeyboardInterrupt):
-        VectorStore(tmp_path / "w").rebuild(docs, Batched(by_text, dies_after=2), commit="c1")
+        VectorStore(tmp_path / "w").rebuild(docs, Batched(by_text, dies_after=5), commit="c1")
     [partial] = (tmp_path / "w").glob("encoded-*.partial")
     raw = bytearray(partial.read_bytes())
-    raw[5 * vectors._RECORD + 100] ^= 0x40              # record 5's vector
-    partial.write_bytes(bytes(raw[:-7]))                 # record 19 torn
+    raw[5 * vectors._RECORD + 100] ^= 0x40              # record 5's vector (unit 0)
+    partial.write_bytes(bytes(raw[:-7]))                 # record 49 torn (unit 4)
     again = Batched(by_text)
     VectorStore(tmp_path / "w").rebuild(docs, again, commit="c1")
-    assert again.encoded == ["text 5", "text 19"] + [f"text {i}" for i in range(20, 95)]
+    assert again.encoded == [f"text {i}" for i in [*range(0, 10), *range(40, 95)]]
     assert np.array_equal(VectorStore(tmp_path / "w").load().vecs, want.vecs)
 
 
@@ -464,10 +465,10 @@ def test_a_build_killed_twice_keeps_what_each_encoded(tmp_path, data):
     second = Batched(by_text, dies_after=3)
     with pytest.raises(KeyboardInterrupt):
         store.rebuild(docs, second, commit="c1")
-    assert second.encoded == [f"text {i}" for i in range(29, 59)]
+    assert second.encoded == [f"text {i}" for i in range(20, 50)]   # from unit 2, kept in part
     third = Batched(by_text)
     store.rebuild(docs, third, commit="c1")
-    assert third.encoded == [f"text {i}" for i in range(59, 95)]
+    assert third.encoded == [f"text {i}" for i in range(50, 95)]
     clean = VectorStore(tmp_path / "clean")
     clean.rebuild(docs, Batched(by_text), commit="c1")
     assert np.array_equal(store.load().vecs, clean.load().vecs)
@@ -610,3 +611,32 @@ def test_unreadable_vectors_raise_one_error_and_a_rebuild_repairs_them(tmp_path,
     assert again.encoded == [f"text {i}" for i in range(10, 40)]
     fresh = VectorStore(tmp_path / "v").load()
     assert fresh.count() == 40 and fresh.top(data[7], 1)[0][0] == "m00007"
+
+
+def test_a_killed_bulk_apply_resumes_with_the_vectors_an_uninterrupted_one_writes(tmp_path, data):
+    """A bulk change (more than a unit of new texts) appended to built vectors is encoded as a
+    build is: killed after two units, the next apply of the same change encodes only the rest;
+    the vectors equal an uninterrupted apply's, its progress is in build.json, and the partial
+    file is gone once they are in the delta."""
+    from memrepo.retrieval import vector_progress
+    by_text = {f"text {i}": data[i] for i in range(120)}
+    base = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(20)]
+    change = [index_doc(f"m{i:05d}", f"text {i}", *fields(i)) for i in range(20, 120)]
+    stores = {}
+    for name in ("clean", "killed"):
+        stores[name] = VectorStore(tmp_path / name)
+        stores[name].rebuild(base, Batched(by_text), commit="c1")
+    assert stores["clean"].apply(change, [], Batched(by_text), commit="c2") == 100
+    with pytest.raises(KeyboardInterrupt):
+        stores["killed"].apply(change, [], Batched(by_text, dies_after=2), commit="c2")
+    assert stores["killed"].commit() == "c1" and list((tmp_path / "killed").glob("encoded-*.partial"))
+    resumed = Batched(by_text)
+    assert stores["killed"].apply(change, [], resumed, commit="c2") == 100
+    assert resumed.encoded == [f"text {i}" for i in range(40, 120)]
+    got, want = stores["killed"].load(), stores["clean"].load()
+    assert sorted(got.items(), key=lambda e: e[0]) and all(
+        np.array_equal(v, want.vector(mid)) and meta == want.meta_of(mid) for mid, meta, v in got.items())
+    assert got.count() == want.count() == 120 and stores["killed"].commit() == "c2"
+    assert not list((tmp_path / "killed").glob("encoded-*.partial"))
+    done = vector_progress.read(tmp_path / "killed")
+    assert (done.state, done.total, done.ready, done.kept, done.encoded) == ("done", 120, 120, 20, 80)

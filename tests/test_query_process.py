@@ -152,9 +152,9 @@ def test_a_bulk_encoding_from_a_script_without_a_main_guard(semantic, tmp_path):
 
 
 def test_a_bulk_worker_that_fails_leaves_its_chunks_to_the_caller(semantic, monkeypatch):
-    texts = [f"note {i}: 数据库连接池 pool size {i}" for i in range(3 * encoder_process.CHUNK // 2)]
+    texts = [f"note {i}: 数据库连接池 pool size {i}" for i in range(3 * embed.UNIT // 2)]
     encoder = embed.Encoder(embed.user_cache_dir())
-    serial = np.concatenate([encoder._load().encode(texts[i:i + embed.BATCH]) for i in range(0, len(texts), embed.BATCH)])
+    serial = np.concatenate([encoder.encode_unit(texts[i:i + embed.UNIT]) for i in range(0, len(texts), embed.UNIT)])
     started = encoder_process.start
     calls = []
 
@@ -167,5 +167,5 @@ def test_a_bulk_worker_that_fails_leaves_its_chunks_to_the_caller(semantic, monk
     seen: list[int] = []
     parallel = np.concatenate(list(encoder._parallel(texts, 2, seen.append)))
     assert calls == [True, True]
-    assert seen == [encoder_process.CHUNK, len(texts)]
-    assert np.allclose(parallel, serial, atol=1e-6)
+    assert seen == [embed.UNIT, len(texts)]
+    assert np.array_equal(parallel, serial)   # a unit's vectors are the same bits wherever it is encoded

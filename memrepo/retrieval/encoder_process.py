@@ -31,8 +31,7 @@ from memrepo.store import processes
 QUERY_PROCESS_ENV = "MEMREPO_QUERY_PROCESS"
 WORKERS_ENV = "MEMREPO_ENCODE_WORKERS"
 QUERY_TIMEOUT = 30.0   # seconds without an answer after which a query child is given up
-BULK_TIMEOUT = 600.0   # ... and a bulk worker (a chunk of 500 memories takes ~10 s)
-CHUNK = 500            # texts per task of a parallel encoding
+BULK_TIMEOUT = 600.0   # ... and a bulk worker (a unit of 512 memories takes ~3-10 s)
 
 
 def cores() -> int:
@@ -182,15 +181,16 @@ class QueryVector:
         return self.vector
 
 
-def encode_in_workers(texts: Sequence[str], n: int, cache_dir: Path | None, *,
+def encode_in_workers(texts: Sequence[str], n: int, cache_dir: Path | None, *, unit: int,
                       decode: Callable[[bytes, int], Any], fallback: Callable[[Sequence[str]], Any],
                       progress: Callable[[int], None] | None = None) -> Iterator:
-    """The arrays of ``texts`` encoded by ``n`` bulk workers, ``CHUNK`` texts a task, in order
+    """The arrays of ``texts`` encoded by ``n`` bulk workers, ``unit`` texts a task (a worker
+    encodes each as :meth:`~memrepo.retrieval.embed.Encoder.encode_unit` does), in order
     (``decode(answer, texts)``: an answer's array, None when it is not one; ``fallback``: a
     chunk encoded here). A worker has one chunk at a time: it writes its answer before it
     reads the next chunk, so sending it more could block both. A worker that fails, ends or
     stops answering leaves its chunks to this process."""
-    chunks = [texts[i:i + CHUNK] for i in range(0, len(texts), CHUNK)]
+    chunks = [texts[i:i + unit] for i in range(0, len(texts), unit)]
     procs = [start(cache_dir, bulk=True) for _ in range(min(n, len(chunks)))]
 
     def submit(i: int) -> None:

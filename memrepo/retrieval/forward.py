@@ -140,12 +140,15 @@ class Forward:
                           and _marks_lead_only(prefixes))
         return self.split
 
-    def encode(self, texts, *, keep: bool = True) -> np.ndarray:
+    def encode(self, texts, *, keep: bool = True, fresh: bool = False) -> np.ndarray:
         """The model's (len(texts), 512) float32 unit vectors, one BLAS thread as the backend.
         ``keep``: keep the parts of the ids met and the tokenizer's chunks between calls (else
-        this call keeps nothing and uses nothing kept)."""
+        this call keeps nothing and uses nothing kept). ``fresh``: forget the kept parts
+        first, so the vectors depend on ``texts`` alone (see :meth:`_compute`)."""
         limit = self.b._threadpool
         with self._lock:
+            if fresh:
+                self._forget()
             if limit is None:
                 return self._encode(texts, keep)
             with limit(limits=self.b.threads, user_api="blas"):
@@ -257,6 +260,14 @@ class Forward:
             rows[missing] = new
         self.uses[rows] += 1
         return rows
+
+    def _forget(self) -> None:
+        """Keep no id's parts (the tokenizer's chunks stay: they are ids, not floats)."""
+        used = self.used
+        self.row_of[self.id_of[1:used + 1]] = 0
+        self.id_of[1:used + 1] = 0
+        self.uses[:used + 1] = 0
+        self.used = 0
 
     def _evict(self) -> None:
         """Keep the more used half of the kept rows (ties: the older), renumbered from 1."""

@@ -73,4 +73,5 @@ def result_dict(result: SearchResult) -> dict[str, Any]:
     """A search result as JSON (``memrepo search --json``, the MCP ``memory_search`` tool)."""
     return {"query": result.query, "hits": [hit_dict(h) for h in result.hits],
             "nothing_relevant": result.nothing_relevant, "intent": result.intent,
-            "semantic": result.semantic}
+            "semantic": result.semantic,
+            **({"semantic_progress": result.semantic_progress} if result.semantic_progress else {})}

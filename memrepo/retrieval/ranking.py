@@ -71,6 +71,7 @@ class SearchResult:
     nothing_relevant: bool
     intent: str
     semantic: str = "off"   # hybrid | building | off | unavailable
+    semantic_progress: dict | None = None   # while building: {"ready", "total", "eta_s"} (vector_progress)
 
 @dataclass(frozen=True)
 class Tuning:

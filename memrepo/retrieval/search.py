@@ -15,14 +15,21 @@ from typing import Any
 from memrepo.errors import UsageError
 from memrepo.retrieval.queries import make_query, read_queries, result_dict
 from memrepo.retrieval.semantic import (
+    BUSY,
+    INLINE_BUILD_MAX,
     SEMANTIC_ENV,
+    build_in_background,
+    build_progress,
     build_vectors,
+    building_notice,
     catch_up_vectors,
     encode_ahead,
+    memory_count,
     model_unavailable,
     note_model_failure,
     rebuild_vectors,
     semantic_sync,
+    start_background_build,
     unavailable,
     unavailable_notice,
     vector_state,
@@ -33,8 +40,8 @@ from memrepo.retrieval.warm import inode, stats, warm
 from memrepo.store.vault import Vault
 
 # names callers find here (the API, the CLI, the MCP server), whichever room owns them
-__all__ = ["SEMANTIC_ENV", "catch_up", "make_query", "mark_useful", "read_queries", "rebuild", "reindex", "release",
-           "result_dict", "search", "search_many", "sync", "unavailable_notice", "vector_state", "warm_up"]
+__all__ = ["SEMANTIC_ENV", "building_notice", "catch_up", "make_query", "mark_useful", "read_queries", "rebuild", "reindex",
+           "release", "result_dict", "search", "search_many", "sync", "unavailable_notice", "vector_state", "warm_up"]
 
 
 def search(vault: Vault, text: str, *, session: str | None = None, log_recalls: bool = False, **filters: Any):
@@ -68,7 +75,9 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
         report = SyncReport(True, rebuild(vault), 0, "search index was corrupt: rebuilt it")
         results = kept.index.search_many(queries, semantic=semantic)
     if state != "hybrid":
-        results = [replace(r, semantic=state) for r in results]
+        building = build_progress(vault) if state == "building" else None
+        shown = building.shown() if building else None
+        results = [replace(r, semantic=state, semantic_progress=shown) for r in results]
     if log_recalls and session:
         for result in results:
             s.record_recall(session, result.query, [h.id for h in result.hits])
@@ -79,46 +88,64 @@ def search_many(vault: Vault, queries: list, *, session: str | None = None, log_
     return results, report
 
 
-def reindex(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+def reindex(vault: Vault, *, wait: bool = True, progress: Callable[[int, int], None] | None = None,
             vector_progress: Callable[[int, int], None] | None = None) -> tuple[int, str, int]:
     """``memrepo reindex``: the search index and the vectors anew, every memory file read once
-    for both; (memories indexed, vector state, vectors)."""
+    for both; (memories indexed, vector state, vectors written). Without ``wait``, the
+    vectors of more than ``INLINE_BUILD_MAX`` memories are built in the background from the
+    documents read here: the state is "building" and no vector is written yet."""
     docs: list | None = [] if vector_state(vault) == "hybrid" else None
     count = rebuild(vault, progress=progress, each=None if docs is None else docs.append)
+    if not wait and docs is not None and len(docs) > INLINE_BUILD_MAX:
+        store = vector_store(vault)
+        if not store.building():   # (one under way goes on: the next search catches up after it)
+            build_in_background(vault, docs=docs)
+        return count, "building", 0
     state, vectors = rebuild_vectors(vault, progress=vector_progress, docs=docs)
     return count, state, vectors
 
 
-def catch_up(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
+def catch_up(vault: Vault, *, wait: bool = True, progress: Callable[[int, int], None] | None = None,
              vector_progress: Callable[[int, int], None] | None = None) -> tuple[str, str | None]:
-    """Bring the search index and the vectors to HEAD and the working tree now, waiting for
-    every encoding (``memrepo import`` after its commit): what the next search would do,
-    without leaving any of it to that search or to a background build. ``progress`` and
-    ``vector_progress`` see a rebuild of the index and a build of the vectors. Returns (vector
-    state, notice): "building" when another process is writing the vectors."""
+    """Bring the search index and the vectors to HEAD and the working tree now (``memrepo
+    import`` after its commit): what the next search would do, without leaving any of it
+    to that search. With ``wait`` every encoding is done here; without, a large one is
+    left to a background build, planned from the files read here (the state is then
+    "building"). ``progress`` and ``vector_progress`` see a rebuild of the index and an
+    encoding of the vectors here. Returns (vector state, notice): "building" also when
+    another process is writing the vectors."""
     state = vector_state(vault)
-    docs: list | None = [] if state == "hybrid" else None
-    report = sync(vault, progress=progress, each=None if docs is None else docs.append)
-    if state != "hybrid":
+    read: dict[str, Any] | None = {} if state == "hybrid" else None
+    report = sync(vault, progress=progress, each=None if read is None else lambda d: read.__setitem__(d.path, d))
+    if state != "hybrid" or read is None:
         return state, "; ".join(filter(None, (report.notice, unavailable_notice() if state == "unavailable" else None))) or None
     from memrepo.retrieval.vectors import VectorsBusy, VectorsCorrupt
     store = vector_store(vault)
+    notice = None
     try:
         if store.building():
             raise VectorsBusy("vectors are being built")
         if report.rebuilt or not store.ready():   # a rebuild read every memory file: build from them
-            build_vectors(vault, progress=vector_progress, docs=docs if report.rebuilt else None)
+            docs = list(read.values()) if report.rebuilt else None
+            total = len(docs) if docs is not None else memory_count(vault)
+            if wait or total <= INLINE_BUILD_MAX:
+                build_vectors(vault, progress=vector_progress, docs=docs)
+            elif docs is not None:
+                notice = build_in_background(vault, docs=docs)
+            else:   # (the build reads them: this sync read only the changed ones)
+                start_background_build(vault)
+                notice = building_notice(vault, total=total)
         else:
             try:
-                catch_up_vectors(vault, store, wait=True, progress=vector_progress)
+                notice = catch_up_vectors(vault, store, wait=wait, progress=vector_progress, known=read)
             except VectorsCorrupt:   # unreadable: built anew
                 build_vectors(vault, progress=vector_progress)
     except VectorsBusy:
-        return "building", "semantic vectors are being written by another process: keywords only until it is done"
+        return "building", "; ".join(filter(None, (report.notice, building_notice(vault, BUSY))))
     except model_unavailable() as e:
         note_model_failure(vault, str(e))
         return "unavailable", unavailable(str(e))
-    return "hybrid", report.notice
+    return ("building" if notice else "hybrid"), "; ".join(filter(None, (report.notice, notice))) or None
 
 
 def mark_useful(vault: Vault, memory_id: str, *, session: str | None = None) -> str | None:

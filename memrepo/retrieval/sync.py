@@ -93,7 +93,8 @@ def rebuild(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
 def sync(vault: Vault, *, progress: Callable[[int, int], None] | None = None,
          each: Callable[[IndexDoc], None] | None = None) -> SyncReport:
     """Bring the index to HEAD plus uncommitted memory edits, reading only changed files.
-    When it rebuilds, ``progress`` and ``each`` are :func:`rebuild`'s."""
+    When it rebuilds, ``progress`` and ``each`` are :func:`rebuild`'s; when it updates,
+    ``each`` is given every document it read (the vectors' catch-up need not read them again)."""
     try:
         return _sync(vault, progress, each)
     finally:
@@ -132,17 +133,22 @@ def _sync(vault: Vault, progress=None, each=None) -> SyncReport:
         _forget_deleted(vault, gone)
         return SyncReport(True, count, 0, f"{len(todo)} memory files changed: search index rebuilt")
     upserts, deletes = read_changed(vault, todo)
+    for doc in upserts if each is not None else ():
+        each(doc)
     with_index_errors(lambda: index.update(upserts=upserts, deletes=deletes, commit=head))
     _forget_deleted(vault, deletes)
     return SyncReport(False, len(upserts), len(deletes))
 
 
-def read_changed(vault: Vault, paths: Iterable[str]) -> tuple[list[IndexDoc], list[str]]:
+def read_changed(vault: Vault, paths: Iterable[str],
+                 known: dict[str, IndexDoc] | None = None) -> tuple[list[IndexDoc], list[str]]:
     """(the documents of the changed memory files that are there, the ids of those gone): a
-    memory moved from one file to another is an upsert, not a deletion."""
+    memory moved from one file to another is an upsert, not a deletion. ``known``: documents
+    already read (by path), not read again."""
     upserts, deletes = [], []
+    known = known or {}
     for path in sorted(paths):
-        doc = read_worktree(vault, path) if is_memory_path(path) else None
+        doc = known[path] if path in known else read_worktree(vault, path) if is_memory_path(path) else None
         (upserts.append(doc) if doc else deletes.append(id_of(path)))
     live = {d.id for d in upserts}
     return upserts, [d for d in deletes if d not in live]

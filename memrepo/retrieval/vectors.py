@@ -12,9 +12,12 @@ Layout of ``<index_dir>/vectors``::
     snap-000003.ivf.npy      format 4: the ANN index's k-means centroids, float32 (lists, 512)
     snap-000003.delta.jsonl  memories changed since the snapshot, appended one per line
                              (a vector in base64), or {"id", "deleted": true}
-    encoded-<model>.partial  while a build encodes: each batch's vectors as they come (content
+    encoded-<model>.partial  while a build encodes: each unit's vectors as they come (content
                              hash, float32 vector, CRC-32 per record); a build killed midway
                              leaves it, the next build of the same model starts from it
+    build.json               the last build's progress (:mod:`memrepo.retrieval.vector_progress`)
+    build-plan.jsonl         a build's input, written before it starts, removed when it is done
+                             (:mod:`memrepo.retrieval.vector_plan`)
     write.lock               fcntl lock: one writer at a time
 
 Like the index, the vectors record the git commit they reflect and catch up from git
@@ -42,15 +45,17 @@ import pickle
 import re
 import zipfile
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.lib import format as npformat
 
 from memrepo.retrieval import embed, ivf
 from memrepo.retrieval.filters import CODED, Facets
+from memrepo.retrieval.vector_progress import Tracker
 from memrepo.retrieval.vector_snapshot import ANN_ABOVE, NO_DATE, Snapshot, Stored
 from memrepo.store import faults
 from memrepo.store.files import atomic_write
@@ -63,6 +68,7 @@ FORMAT = 3                 # rows sorted by memory id
 FORMAT_IVF = 4             # rows grouped by IVF list (rows.npz maps each id to its row)
 OLDER = {1: FORMAT, 2: FORMAT_IVF}   # formats without tags and dates: their vectors are reused by a rebuild
 COMPACT_AT = 2000          # delta lines before a new snapshot is written
+FIND_HASH_MAX = 64         # upserts looked up by a pass over the rows each; more: through one dict
 LOCK_WAIT_S = 10.0
 # per process, the last state loaded from each vectors directory: every search makes a new
 # VectorStore, and re-reading 100k ids and hashes cost ~150 ms of CPU per search
@@ -87,9 +93,26 @@ class VectorsCorrupt(Exception):
     treated as absent and rebuilt."""
 
 
-def _text(doc: IndexDoc) -> str:
-    """The text of a memory its vector encodes."""
-    return embed.memory_text(doc.summary, doc.body)
+class VectorsMoved(Exception):
+    """The vectors are no longer in the state a build was planned on (another process wrote
+    them since): the plan is of no use."""
+
+
+class Item(NamedTuple):
+    """What the vectors need of a memory: its id, the text its vector encodes and its facets."""
+    id: str
+    text: str
+    facets: Facets
+
+
+def item_of(doc: IndexDoc | Item) -> Item:
+    """A memory's :class:`Item` from its index document (an Item stays as it is)."""
+    if isinstance(doc, Item):
+        return doc
+    return Item(doc.id, embed.memory_text(doc.summary, doc.body), Facets.of(doc))
+
+
+ANY = object()   # rebuild's and apply's ``expect``: whatever state the vectors are in
 
 
 def _keep(fh, hashes: list[str], vecs: np.ndarray) -> None:
@@ -103,6 +126,22 @@ def _keep(fh, hashes: list[str], vecs: np.ndarray) -> None:
             out.append(body + zlib.crc32(body).to_bytes(4, "little"))
     fh.write(b"".join(out))
     fh.flush()
+
+
+class _Discard:
+    """Where an encoding too small to resume keeps its vectors: nowhere."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -175,6 +214,17 @@ class VectorStore:
 
     def commit(self) -> str | None:
         return self.meta().get("commit")
+
+    def state(self) -> tuple | None:
+        """What identifies the vectors as they are (snapshot, commit and uncommitted files
+        they reflect), None when there are none: a build planned on one state is of no use
+        on another (``expect``)."""
+        m = self.meta()
+        return (m.get("snapshot"), m.get("commit"), m.get("dirty")) if self.ready() else None
+
+    def _expect(self, expect) -> None:
+        if expect is not ANY and self.state() != (tuple(expect) if expect is not None else None):
+            raise VectorsMoved(f"the vectors in {self.dir} changed since the build was planned")
 
     def dirty(self) -> list[str]:
         return list(self.meta().get("dirty") or [])
@@ -263,42 +313,67 @@ class VectorStore:
         return s
 
     # ---- writing -------------------------------------------------------------------
-    def rebuild(self, docs: Iterable[IndexDoc], encoder: embed.Encoder, *, commit: str | None,
-                progress: Callable[[int, int], None] | None = None, dirty: Iterable[str] = ()) -> int:
+    def rebuild(self, docs: Iterable[IndexDoc | Item], encoder: embed.Encoder, *, commit: str | None,
+                progress: Callable[[int, int], None] | None = None, dirty: Iterable[str] = (),
+                expect: Any = ANY) -> int:
         """All vectors anew from the memories ``docs`` (cached vectors reused by content hash);
-        returns the count."""
+        returns the count. ``progress(ready, total)``: memories with their vector, of all;
+        ``expect``: the :meth:`state` the build was planned on (else VectorsMoved)."""
         with self.lock():
+            self._expect(expect)
             try:   # a format without tags and dates: its vectors still serve
-                cache = self.load(older=True).cache()
+                known = self.load(older=True).cache()
             except VectorsCorrupt:
-                cache = {}                          # unreadable: nothing of it is reused
-            cache.update(self._read_partial())      # a killed build's vectors
-            docs = list(docs)
-            texts = [_text(d) for d in docs]
-            hashes = [embed.text_hash(t) for t in texts]
+                known = {}                          # unreadable: nothing of it is reused
+            items = [item_of(d) for d in docs]
+            hashes = [embed.text_hash(i.text) for i in items]
             todo: dict[str, str] = {}
-            for t, h in zip(texts, hashes):
-                if h not in cache:
-                    todo.setdefault(h, t)
-            del texts
-            if todo:
-                total = len(todo)
-                keys = list(todo)
-                done = 0
-                with open(self._partial_path(), "ab") as kept:
-                    for batch in encoder.batches(list(todo.values())):
-                        vecs = ivf.unit(batch)
-                        batch_keys = keys[done:done + len(vecs)]
-                        cache.update(zip(batch_keys, vecs))
-                        _keep(kept, batch_keys, vecs)
-                        faults.point("vectors-checkpointed")
-                        done += len(vecs)
-                        if progress:
-                            progress(done, total)
-            entries = sorted(((d.id, Stored(h, Facets.of(d)), cache[h]) for d, h in zip(docs, hashes)),
+            waiting: Counter[str] = Counter()
+            for item, h in zip(items, hashes):
+                if h not in known:
+                    todo.setdefault(h, item.text)
+                    waiting[h] += 1
+            tracker = Tracker(self.dir, len(items), waiting, progress)
+            self._encode(todo, encoder, known, tracker, resume=True)
+            entries = sorted(((i.id, Stored(h, i.facets), known[h]) for i, h in zip(items, hashes)),
                              key=lambda e: e[0])
+            tracker.writing()
             self._write_snapshot(entries, commit, dirty=sorted(dirty))
+            tracker.done()
             return len(entries)
+
+    def _encode(self, todo: dict[str, str], encoder: embed.Encoder, known: dict[str, np.ndarray],
+                tracker: Tracker | None, *, resume: bool) -> None:
+        """Encode ``todo`` (content hash -> text, in the build's order) into ``known``, a unit
+        of texts at a time (:meth:`~memrepo.retrieval.embed.Encoder.encode_unit`: its vectors
+        depend on its texts alone). With ``resume``, each unit's vectors are kept in the
+        partial file as they come, and a unit a killed build kept whole is taken from there:
+        the units are cut from the whole of ``todo`` alike in every run, so the vectors are
+        the bits an uninterrupted build writes; a unit kept in part is encoded again."""
+        keys = list(todo)
+        unit = getattr(encoder, "unit", embed.UNIT)
+        kept = self._read_partial() if resume and keys else {}
+        reused: list[str] = []
+        chosen: list[str] = []
+        for start in range(0, len(keys), unit):
+            part = keys[start:start + unit]
+            (reused if all(k in kept for k in part) else chosen).extend(part)
+        known.update((k, kept[k]) for k in reused)
+        if tracker:
+            tracker.begin(reused)
+        if not chosen:
+            return
+        with (open(self._partial_path(), "ab") if resume else _Discard()) as fh:
+            done = 0
+            for batch in encoder.batches([todo[k] for k in chosen]):
+                vecs = ivf.unit(batch)
+                batch_keys = chosen[done:done + len(vecs)]
+                known.update(zip(batch_keys, vecs))
+                _keep(fh, batch_keys, vecs)
+                done += len(vecs)
+                if tracker:
+                    tracker.encoded(batch_keys)
+                faults.point("vectors-checkpointed")
 
     def _partial_path(self) -> Path:
         return self.dir / f"encoded-{embed.text_hash(self.model)}.partial"
@@ -328,30 +403,43 @@ class VectorStore:
                                                                        offset=at + HASH_BYTES)
         return found
 
-    def apply(self, upserts: Iterable[IndexDoc], deletes: Iterable[str], encoder: embed.Encoder, *,
-              commit: str | None, dirty: Iterable[str] = ()) -> int:
-        """Append changed and deleted memories (ids) to the delta; returns how many texts were encoded."""
+    def apply(self, upserts: Iterable[IndexDoc | Item], deletes: Iterable[str], encoder: embed.Encoder, *,
+              commit: str | None, dirty: Iterable[str] = (), expect: Any = ANY,
+              progress: Callable[[int, int], None] | None = None) -> int:
+        """Append changed and deleted memories (ids) to the delta; returns how many texts were
+        encoded. More than a unit of new texts (a bulk change) is encoded as a build is: kept
+        as it comes, resumed when killed, with its progress in ``build.json``."""
         with self.lock():
+            self._expect(expect)
             s = self.load()
             lines: list[tuple[str, Stored | None, Any]] = []
-            encoded = 0
-            pending = []
-            for d in upserts:
-                text = _text(d)
-                h = embed.text_hash(text)
-                meta = Stored(h, Facets.of(d))
-                if s.meta_of(d.id) == meta:
+            pending: list[tuple[Item, Stored]] = []
+            todo: dict[str, str] = {}
+            waiting: Counter[str] = Counter()
+            items = [item_of(d) for d in upserts]
+            by_hash = s.cache() if len(items) > FIND_HASH_MAX else None   # one dict, not a pass over the rows each
+            for item in items:
+                h = embed.text_hash(item.text)
+                meta = Stored(h, item.facets)
+                if s.meta_of(item.id) == meta:
                     continue  # stored as it is (an uncommitted edit is handed over on every search)
-                vec = s.vector(d.id) if s.hash_of(d.id) == h else s.find_hash(h)
+                vec = (s.vector(item.id) if s.hash_of(item.id) == h
+                       else s.find_hash(h) if by_hash is None else by_hash.get(h))
                 if vec is None:
-                    pending.append((d, text, meta))
+                    pending.append((item, meta))
+                    todo.setdefault(h, item.text)
+                    waiting[h] += 1
                 else:
-                    lines.append((d.id, meta, vec))
-            if pending:
-                vecs = np.concatenate([ivf.unit(b) for b in encoder.batches([t for _, t, _ in pending])])
-                encoded = len(pending)
-                lines += [(d.id, meta, v) for (d, _, meta), v in zip(pending, vecs)]
+                    lines.append((item.id, meta, vec))
+            known: dict[str, np.ndarray] = {}
+            tracker = None
+            if todo:
+                bulk = len(todo) > getattr(encoder, "unit", embed.UNIT)
+                tracker = Tracker(self.dir, s.count() + len(pending), waiting, progress) if bulk else None
+                self._encode(todo, encoder, known, tracker, resume=bulk)
+                lines += [(item.id, meta, known[meta.hash]) for item, meta in pending]
             lines += [(mid, None, None) for mid in deletes if s.hash_of(mid) is not None]
+            encoded = len(todo)
             m = self.meta()
             if not lines:   # only the commit or the uncommitted files moved (if anything did)
                 if (m.get("commit"), m.get("dirty")) != (commit, sorted(dirty)):
@@ -364,15 +452,18 @@ class VectorStore:
             s.delta_lines += len(lines)
             if s.delta_lines > COMPACT_AT:
                 self._write_snapshot(sorted(s.items(), key=lambda e: e[0]), commit, dirty=sorted(dirty), previous=s)
-                return encoded
-            delta = self.dir / f"{m['snapshot']}.delta.jsonl"
-            _cut_torn_tail(delta)
-            with open(delta, "a", encoding="utf-8") as fh:
-                fh.write("".join(self._line(mid, meta, vec) + "\n" for mid, meta, vec in lines))
-            m.update(commit=commit, dirty=sorted(dirty))
-            _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
-            # the loaded state already has the change: keep it for this process's searches
-            _LOADED[self.dir] = (self._key(m["snapshot"]), s)
+            else:
+                delta = self.dir / f"{m['snapshot']}.delta.jsonl"
+                _cut_torn_tail(delta)
+                with open(delta, "a", encoding="utf-8") as fh:
+                    fh.write("".join(self._line(mid, meta, vec) + "\n" for mid, meta, vec in lines))
+                m.update(commit=commit, dirty=sorted(dirty))
+                _atomic_write(self.dir / "meta.json", json.dumps(m).encode())
+                # the loaded state already has the change: keep it for this process's searches
+                _LOADED[self.dir] = (self._key(m["snapshot"]), s)
+            if tracker:   # its vectors are in the delta now (a snapshot removes the file too)
+                self._partial_path().unlink(missing_ok=True)
+                tracker.done()
             return encoded
 
     @staticmethod
@@ -435,6 +526,7 @@ class VectorStore:
             with open(self.dir / f"{snap}.ivf.npy", "wb") as fh:
                 np.save(fh, ann.centroids)
                 _sync(fh)
+        faults.point("vectors-snapshot-written")
         _atomic_write(self.dir / "meta.json", json.dumps(
             {"format": FORMAT if ann is None else FORMAT_IVF, "model": self.model, "commit": commit, "snapshot": snap, "dirty": dirty}).encode())
         for path in self.dir.glob("snap-*"):

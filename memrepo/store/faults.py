@@ -7,6 +7,8 @@ recorded. ``POINTS`` names every step; the fault test kills a real process at ea
 
 ``MEMREPO_FAULT_WAIT=<point>`` makes the process wait at that step instead, until a signal
 ends it: a test can interrupt (Ctrl-C) a command exactly there, however loaded the machine.
+Either may name the N-th time the process reaches a step that repeats, as ``<point>:N``
+(``vectors-checkpointed:3``: after the third unit of vectors kept).
 """
 from __future__ import annotations
 
@@ -34,7 +36,9 @@ POINTS = {
     "rollback-checked": "rollback: revert planned, nothing written",
     "distill-proposed": "distill: candidates found, proposal not yet made",
     "reindex-built": "reindex: new index generation written, not yet made live",
-    "vectors-checkpointed": "vector build: a batch encoded and kept aside, the build not finished",
+    "vectors-checkpointed": "vector build: a unit of texts encoded and kept aside (its progress written), the build not finished",
+    "vectors-snapshot-written": "vector build: the new snapshot's files written, meta.json not yet flipped to them",
+    "vectors-planned": "import or reindex: the keyword index ready and the vector build planned, none started",
     "check-clone-made": "check run: the throw-away clone made, no check answered yet",
 }
 
@@ -42,17 +46,33 @@ POINTS = {
 def point(name: str, before_exit: Callable[[], None] | None = None) -> None:
     """End the process here when ``MEMREPO_FAULT`` names this point, wait here for a signal
     when ``MEMREPO_FAULT_WAIT`` does (otherwise nothing)."""
-    if os.environ.get(WAIT_ENV) == name:
-        assert name in POINTS, f"unknown fault point {name!r}"
+    wait, end = os.environ.get(WAIT_ENV), os.environ.get(ENV)
+    if not (wait or end):
+        return
+    _passed[name] = _passed.get(name, 0) + 1
+    if _named(wait, name):
         while True:   # a signal's handler (Ctrl-C: KeyboardInterrupt) ends the wait
             time.sleep(3600)
-    if os.environ.get(ENV) != name:
+    if not _named(end, name):
         return
-    assert name in POINTS, f"unknown fault point {name!r}"
     if before_exit is not None:
         before_exit()
     os._exit(EXIT_CODE)
 
 
+_passed: dict[str, int] = {}   # how many times this process reached each point (while one is armed)
+
+
+def _named(value: str | None, name: str) -> bool:
+    """Whether ``value`` (``point`` or ``point:N``) names this passage of ``name``."""
+    if not value:
+        return False
+    point, _, nth = value.partition(":")
+    if point != name:
+        return False
+    assert name in POINTS, f"unknown fault point {name!r}"
+    return _passed[name] == (int(nth) if nth else 1)
+
+
 def armed(name: str) -> bool:
-    return os.environ.get(ENV) == name
+    return (os.environ.get(ENV) or "").partition(":")[0] == name

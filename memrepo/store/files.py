@@ -11,7 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from memrepo.errors import Conflict, InvalidData, Problem
 
@@ -23,13 +26,22 @@ def atomic_write(target: Path, payload: bytes, *, mode: int | None = None) -> No
     """Write via a temp file and ``os.replace``: readers see the old file or the new one. The
     file gets the mode the user's umask gives a new file (``0o666 & ~umask``), as git does, or
     ``mode`` when given (keeping a file's own permissions), set before it takes the target's place."""
+    with atomic_file(target, mode=mode) as fh:
+        fh.write(payload)
+
+
+@contextmanager
+def atomic_file(target: Path, *, mode: int | None = None) -> Iterator[BinaryIO]:
+    """:func:`atomic_write` a piece at a time: the block writes the temp file it is given,
+    which takes ``target``'s place when the block ends (and is removed if it raises) — for
+    a file too large to build in memory first."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink():
         raise Conflict(f"{target} is a symlink; memrepo never writes through links")
     tmp = _create_temp(target)
     try:
         with os.fdopen(os.open(tmp, os.O_WRONLY | _NOFOLLOW), "wb") as fh:
-            fh.write(payload)
+            yield fh
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, target)

@@ -1,4 +1,4 @@
-"""Search: search, reindex, useful."""
+"""Search: search, reindex, status, useful."""
 from __future__ import annotations
 
 import json
@@ -73,16 +73,31 @@ def _summary_and_snippet(summary: str, snippet: str | None) -> str:
     return f"{summary} — {snippet}" if snippet and snippet != summary else summary
 
 
-@app.command(epilog=params.examples("memrepo reindex"))
-def reindex(as_json: bool = params.JSON):
-    """Rebuild the search index (and the semantic vectors) from the memory files."""
+@app.command(epilog=params.examples("memrepo reindex", "memrepo reindex --wait"))
+def reindex(wait: bool = typer.Option(False, "--wait", help="Build the semantic vectors here, with a progress bar, "
+                                      "instead of in the background (a vault of up to 1,000 memories: here either way)."),
+            as_json: bool = params.JSON):
+    """Rebuild the search index from the memory files, then the semantic vectors (in the
+    background in a large vault: memrepo status shows how far)."""
     with call.vault() as vault:
-        count, state, vectors = api.reindex(vault, progress=output.progress("reindex"),
+        count, state, vectors = api.reindex(vault, wait=wait, progress=output.progress("reindex"),
                                             vector_progress=output.progress("vectors"))
+        building = api.building_notice(vault) if state == "building" else None
     if state == "unavailable":
         echo(f"notice: {api.unavailable_notice()}", err=True)
+    if building:
+        echo(f"notice: {building}", err=True)
     out({"indexed": count, "vectors": vectors, "semantic": state}, as_json,
         f"indexed {count} memories" + (f", {vectors} vectors" if state == "hybrid" else ""))
+
+
+@app.command(epilog=params.examples("memrepo status", "memrepo status --json"))
+def status(as_json: bool = params.JSON):
+    """Show the search index and the semantic vectors: at HEAD or behind, and a build's
+    progress (N of M memories, time left) while one runs in the background."""
+    with call.vault() as vault:
+        found = api.status(vault)
+    out(found, as_json, _render_status(found))
 
 
 @app.command(epilog=params.examples("memrepo useful mem_20261201_7k3p9x --session s-42"))
@@ -96,3 +111,47 @@ def useful(memory_id: str = typer.Argument(..., metavar="ID"),
         echo(f"notice: {notice}", err=True)
     out({"id": memory_id, "useful": True}, as_json, f"marked {memory_id} useful")
 
+
+def _render_status(found: dict) -> str:
+    """The status as a few lines of text."""
+    head = found["head"]
+    index = found["index"]
+    lines = [f"vault     {found['vault']}" + (f" (HEAD {head[:12]})" if head else " (no commit yet)")]
+    if index["commit"] is None:
+        lines.append("keywords  none yet: the next search builds the index")
+    else:
+        count = f"{index['memories']:,} memories" if index["memories"] is not None else "unreadable"
+        lines.append(f"keywords  {count}, " + ("at HEAD" if index["current"] else
+                                               f"at {index['commit'][:12]}: the next search catches up"))
+    lines.append(f"semantic  {_semantic_line(found['semantic'], found['vectors'])}")
+    return "\n".join(lines)
+
+
+def _semantic_line(state: str, v: dict) -> str:
+    if state in ("building", "interrupted") and v.get("total"):
+        share = f"{v['ready']:,} of {v['total']:,} memories, {100 * v['ready'] // max(v['total'], 1)} %"
+        if state == "interrupted":
+            return (f"interrupted at {share}: the next search or memrepo reindex --wait resumes it "
+                    "from the vectors it kept")
+        eta = v.get("eta_s")
+        left = ", writing the vectors" if v.get("state") == "writing" else \
+            f", about {_duration(eta)} left" if eta is not None else ""
+        return f"building ({share}){left}"
+    if state == "building":
+        return "building: starting"
+    if state == "hybrid":
+        count = f"{v['count']:,} vectors" if v.get("count") is not None else "vectors"
+        return f"hybrid: {count}, " + ("at HEAD" if v.get("current") else "the next search catches up")
+    if state == "none":
+        return "none yet: the next search builds the vectors"
+    if state == "unavailable":
+        return f"unavailable ({v.get('reason')})"
+    return "off ([search] semantic = false, or MEMREPO_SEMANTIC=0)"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"

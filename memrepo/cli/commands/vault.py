@@ -163,7 +163,8 @@ def validate(paths: List[Path] = typer.Argument(None, help="Files or folders (de
 
 @app.command("import", epilog=params.examples(
     "memrepo import memories.jsonl --skip-invalid", "memrepo import ~/notes --propose",
-    "memrepo import --from claude-code ~/code/project", "memrepo import --from mcp-memory memory.jsonl"))
+    "memrepo import --from claude-code ~/code/project", "memrepo import --from mcp-memory memory.jsonl",
+    "memrepo import memories.jsonl --wait"))
 def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object per line, front-matter fields plus 'body' "
                                                             "(with --from: the workspace, project folder or file)."),
             skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Import the valid lines, report the rest."),
@@ -173,11 +174,16 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
                                                 "claude-code: a project's CLAUDE.md files and auto memory (default: this folder); "
                                                 "mcp-memory: the MCP memory server's memory.jsonl."),
             no_index: bool = typer.Option(False, "--no-index", help="Only commit: leave the search index and the vectors to the next search."),
+            wait: bool = typer.Option(False, "--wait", help="Also encode the new memories' vectors before returning (a progress bar) "
+                                      "instead of in the background."),
             as_json: bool = params.JSON):
     """Bulk-import memories as a single commit (or one proposal), then bring the search index
-    and the semantic vectors up to date (progress bars on a terminal)."""
+    up to date (a progress bar on a terminal): the memories are searchable by keywords when it
+    returns, and their semantic vectors are built in the background (memrepo status shows how
+    far; --wait builds them here)."""
     if from_ in ("claude-code", "mcp-memory"):
-        _import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index, as_json=as_json)
+        _import_from(from_, file, author=author, skip_invalid=skip_invalid, no_index=no_index, wait=wait,
+                     as_json=as_json)
     if file is None:
         raise UsageError("give the FILE to import (JSONL, a folder of notes, or with --from the source)")
     if from_ is not None:
@@ -185,7 +191,7 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
             raise UsageError(f"--from {from_} is not one of openclaw, claude-code, mcp-memory")
         with call.vault() as vault:
             found = api.import_openclaw(vault, file, author=author, agent=call.state.agent)
-            ready = _catch_up(vault) if found.commit and not no_index else {}
+            ready = _catch_up(vault, wait=wait) if found.commit and not no_index else {}
         out({**found.as_dict(), **ready}, as_json, f"imported {len(found.imported)} memories from {file} ("
             f"{len(found.superseded)} superseding an edited entry, {found.unchanged} already imported)"
             + (f" -> commit {found.commit[:12]}" if found.commit else ""))
@@ -195,14 +201,14 @@ def import_(file: Optional[Path] = typer.Argument(None, help="JSONL: one object 
                                   agent=call.state.agent, progress=output.progress("import"))
         for p in result.skipped:
             echo(f"skipped {p}", err=True)
-        ready = _catch_up(vault) if result.commit and not no_index else {}
+        ready = _catch_up(vault, wait=wait) if result.commit and not no_index else {}
     where = f"commit {result.commit[:12]}" if result.commit else (f"proposal {result.proposal}" if result.proposal else "nothing committed")
     out({**result.as_dict(), **ready}, as_json, f"imported {result.count} memories -> {where}")
     raise typer.Exit(130 if ready.get("interrupted") else 0)
 
 
 def _import_from(source: str, path: Optional[Path], *, author: Optional[str], skip_invalid: bool, no_index: bool,
-                 as_json: bool) -> None:
+                 wait: bool, as_json: bool) -> None:
     """``import --from claude-code [DIR]`` and ``import --from mcp-memory FILE``."""
     with call.vault() as vault:
         if source == "claude-code":
@@ -211,7 +217,7 @@ def _import_from(source: str, path: Optional[Path], *, author: Optional[str], sk
             raise UsageError("give the knowledge graph file: memrepo import --from mcp-memory memory.jsonl")
         else:
             result = api.import_mcp_memory(vault, path, author=author, skip_invalid=skip_invalid)
-        ready = _catch_up(vault) if result.commit and not no_index else {}
+        ready = _catch_up(vault, wait=wait) if result.commit and not no_index else {}
     for p in result.skipped:
         echo(f"skipped {p}", err=True)
     out({**result.as_dict(), **ready}, as_json,
@@ -220,15 +226,15 @@ def _import_from(source: str, path: Optional[Path], *, author: Optional[str], sk
     raise typer.Exit(130 if ready.get("interrupted") else 0)
 
 
-def _catch_up(vault: api.Vault) -> dict:
-    """After an import's commit: the search index and the vectors brought to it (notices on
-    stderr); the ``semantic`` state for ``--json`` (and ``interrupted`` after Ctrl-C). The
-    commit stands whatever happens here: a failure or Ctrl-C is a notice, the rest is left
-    to the next search."""
+def _catch_up(vault: api.Vault, *, wait: bool) -> dict:
+    """After an import's commit: the search index brought to it, and the vectors (here with
+    ``wait``, else in the background); notices on stderr; the ``semantic`` state for
+    ``--json`` (and ``interrupted`` after Ctrl-C). The commit stands whatever happens here:
+    a failure or Ctrl-C is a notice, the rest is left to the next search."""
     later = "the import is committed; the next search brings the search index and the vectors up to date"
     interrupted = False
     try:
-        state, notice = api.catch_up(vault, progress=output.progress("index"), vector_progress=output.progress("vectors"))
+        state, notice = api.catch_up(vault, wait=wait, progress=output.progress("index"), vector_progress=output.progress("vectors"))
     except (MemrepoError, OSError) as e:   # (a lock held elsewhere, a disk that is full, ...)
         state, notice = api.vector_state(vault), f"{e}: {later}"
     except KeyboardInterrupt:
