@@ -168,15 +168,9 @@ class Catalog:
 
     def query(self, **filters: str | None) -> list[dict]:
         """Rows matching equal-filters (layer, kind, status, subject, fact), ordered by creation."""
-        clauses, args = ["error IS NULL"], []
-        for key, value in filters.items():
-            if value is not None:
-                if key not in _TABLE:
-                    raise ValueError(f"the catalog has no column {key!r}")
-                clauses.append(f"{key}=?")
-                args.append(value)
+        where, args = _where(filters)
         cols = _LISTED
-        sql = f"SELECT {','.join(cols)} FROM memory WHERE {' AND '.join(clauses)} ORDER BY created, path"
+        sql = f"SELECT {','.join(cols)} FROM memory WHERE {where} ORDER BY created, path"
         return [dict(zip(cols, r)) for r in self.db.execute(sql, args)]
 
     def page(self, *, offset: int, limit: int, paths: set[str] | None = None,
@@ -186,14 +180,7 @@ class Catalog:
         if paths is not None:
             rows = [r for r in self.query(**filters) if r["path"] in paths][::-1]
             return rows[offset:offset + limit], len(rows)
-        clauses, args = ["error IS NULL"], []
-        for key, value in filters.items():
-            if value is not None:
-                if key not in _TABLE:
-                    raise ValueError(f"the catalog has no column {key!r}")
-                clauses.append(f"{key}=?")
-                args.append(value)
-        where = " AND ".join(clauses)
+        where, args = _where(filters)
         total = self.db.execute(f"SELECT count(*) FROM memory WHERE {where}", args).fetchone()[0]
         cols = _LISTED
         sql = f"SELECT {','.join(cols)} FROM memory WHERE {where} ORDER BY created DESC, path DESC LIMIT ? OFFSET ?"
@@ -252,3 +239,15 @@ def _row_values(path: str, data: bytes, blob: str, mode: str) -> tuple:
     if problem is not None:  # any file can be on main; a row holds only what the schema allows
         return _failed(path, blob, f"{problem.field}\t{problem.message}")
     return _memory_values(Memory(parsed.meta, parsed.body, path), blob)
+
+
+def _where(filters: dict[str, str | None]) -> tuple[str, list[str]]:
+    """The WHERE clause (readable rows whose columns equal the given values) and its arguments."""
+    clauses, args = ["error IS NULL"], []
+    for key, value in filters.items():
+        if value is not None:
+            if key not in _TABLE:
+                raise ValueError(f"the catalog has no column {key!r}")
+            clauses.append(f"{key}=?")
+            args.append(value)
+    return " AND ".join(clauses), args
