@@ -12,6 +12,8 @@ import typer
 from memrepo import model
 
 JSON = typer.Option(False, "--json", help="Print JSON instead of text (errors too: {\"error\": ...} on stdout).")
+REQUEST_ID = typer.Option(None, "--request-id", help="Idempotency key (a job or turn id): run again with the same key, "
+                          "the first write's result is returned and nothing is written twice.")
 NOW = typer.Option(None, "--now", help="Pretend today is YYYY-MM-DD (reproducible runs).")
 BUDGET = typer.Option(4000, "--budget", min=1, help="Most characters to print (never exceeded).")
 HOOK = typer.Option(False, "--hook", help="Read an agent hook's JSON payload on stdin ({prompt, session_id, ...}); "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -69,12 +69,7 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
         _flush_hook(show_prompt, lang, as_json)
         return
     if show_prompt:
-        try:
-            with call.vault() as vault:
-                prompt = api.flush_prompt(lang, vault)
-        except VaultNotFound:
-            prompt = api.flush_prompt(lang, None)
-        echo(prompt, nl=False)
+        echo(_prompt(api.flush_prompt, lang), nl=False)
         return
     if not cycle:
         raise UsageError("--cycle ID is required: the runtime's compaction cycle (a cycle is flushed at most once)")
@@ -99,6 +94,16 @@ def flush(cycle: Optional[str] = typer.Option(None, "--cycle", help="Compaction 
     out(result.as_dict(), as_json, "\n".join(lines))
 
 
+def _prompt(make: Callable[[str, Any], str], lang: str) -> str:
+    """A prompt in ``lang`` shaped by the vault's own template when there is a vault here, the
+    built-in one when there is none (a runtime may ask before any vault exists)."""
+    try:
+        with call.vault() as vault:
+            return make(lang, vault)
+    except VaultNotFound:
+        return make(lang, None)
+
+
 def _flush_hook(show_prompt: bool, lang: str, as_json: bool) -> None:
     """``flush --hook``: the payload of a Claude Code hook on stdin. With ``--prompt`` (a
     SessionStart hook) print the compaction instructions, which Claude Code adds to the context
@@ -106,12 +111,7 @@ def _flush_hook(show_prompt: bool, lang: str, as_json: bool) -> None:
     is nothing to do."""
     payload = api.hook_payload(call.stdin_text())
     if show_prompt:
-        try:
-            with call.vault() as vault:
-                prompt = api.compaction_instructions(lang, vault)
-        except VaultNotFound:
-            prompt = api.compaction_instructions(lang, None)
-        echo(prompt, nl=False)
+        echo(_prompt(api.compaction_instructions, lang), nl=False)
         return
     with call.vault() as vault:
         result = api.file_compaction(vault, payload, author=call.state.agent)

@@ -18,7 +18,7 @@ app = typer.Typer()
 @params.takes_fields("propose")
 def propose(fields: dict, given: List[str],
             body: Optional[str] = typer.Option(None, help="Markdown body (default: stdin when it is not a terminal)."),
-            request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key: run again with the same key, the first write's result is returned and nothing is written twice."),
+            request_id: Optional[str] = params.REQUEST_ID,
             as_json: bool = params.JSON):
     """Propose a memory to the shared pool (layer L2 unless given): duplicates reinforce,
     conflicts go to arbitration; a shared fact needs --subject and --fact, shared knowledge

@@ -34,7 +34,7 @@ def add(fields: dict, given: List[str],
         remote: str = typer.Option("origin", help="Remote for --push."),
         files: List[Path] = typer.Option([], "--file", help="A hand-written memory file (front matter + body), or a folder of them (repeatable): each goes through the same checks and risk routing; 'status: pending_review' sends it to review."),
         skip_invalid: bool = typer.Option(False, "--skip-invalid", help="With --file: write the valid files, report the rest."),
-        request_id: Optional[str] = typer.Option(None, "--request-id", help="Idempotency key (a job or turn id): run again with the same key, the first write's result is returned and nothing is written twice."),
+        request_id: Optional[str] = params.REQUEST_ID,
         call_id: Optional[str] = typer.Option(None, "--call-id", hidden=True, help="Named in the commit (the background server's client finds the write by it)."),
         find_call: bool = typer.Option(False, "--find-call", hidden=True, help="Write nothing: report the write --call-id made, if any (the client asks this when the server died during the call)."),
         as_json: bool = params.JSON):
